@@ -1,0 +1,1 @@
+"""lookbench_live.flows"""

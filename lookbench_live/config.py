@@ -1,0 +1,187 @@
+"""The one configuration file (TOML), validated with pydantic.
+
+Everything has a default that runs offline on the embedded default (the sample store,
+the tiny local diffusion pipeline, metadata annotation, a local lake). Secrets never
+live in the file: a setting names the environment variable that holds them (for
+example `api_key_env = "VLLM_API_KEY"`), and the value is read only when used.
+
+A wrong or unknown setting fails at load with its dotted name, before any work.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+
+class ConfigError(ValueError):
+    """The configuration is wrong; the message names the file and the setting."""
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LakeSettings(Section):
+    home: str | None = None  # None: $LOOKBENCH_HOME or ./lookbench-data; or an fsspec URL (s3://…)
+    storage_options_env: dict[str, str] = Field(default_factory=dict)  # option -> env var holding it
+
+
+class SiteSettings(Section):
+    name: str
+    platform: Literal["shopify", "woocommerce", "schema_org", "playwright", "looks"]
+    base_url: str
+    start_paths: list[str] = Field(default_factory=list)
+    collections: list[str] = Field(default_factory=list)
+    look_paths: list[str] = Field(default_factory=list)
+    concurrency: int = Field(default=4, ge=1, le=64)
+    download_delay: float = Field(default=0.5, ge=0)
+    max_pages: int = Field(default=200, ge=1)
+    allow_private_addresses: bool = False
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, value: str) -> str:
+        if not value or not all(c.isalnum() or c in "-_." for c in value):
+            raise ValueError("site names use letters, digits, '-', '_' and '.' only")
+        return value
+
+
+class CrawlSettings(Section):
+    user_agent: str = "lookbench-live/0.1 (+{contact})"
+    contact_url: str = "https://github.com/lookbench-live/lookbench-live"
+    obey_robots: bool = True
+    autothrottle: bool = True
+    download_timeout: float = Field(default=30.0, gt=0)
+    download_maxsize: int = Field(default=32 * 1024 * 1024, gt=0)
+    retry_times: int = Field(default=2, ge=0, le=10)
+    max_crawl_delay: float = Field(default=30.0, ge=0)
+    sites: list[SiteSettings] = Field(default_factory=list)  # empty: the sample store
+
+
+class IngestSettings(Section):
+    max_bytes: int = Field(default=20 * 1024 * 1024, gt=0)
+    max_pixels: int = Field(default=40_000_000, gt=0)
+    min_side: int = Field(default=64, ge=1)
+    max_aspect_ratio: float = Field(default=6.0, gt=1)
+    allowed_formats: list[str] = Field(default_factory=lambda: ["JPEG", "PNG", "WEBP", "GIF"])
+    timeout: float = Field(default=30.0, gt=0)
+    concurrency: int = Field(default=32, ge=1, le=512)
+    allow_private_addresses: bool = False
+
+
+class DedupSettings(Section):
+    radius: int = Field(default=8, ge=0, le=32)
+    known_dataset_hashes: list[str] = Field(default_factory=list)  # Parquet files from `lookbench-live hash`
+    embedding_model: str | None = None  # optional second stage; off by default
+    embedding_threshold: float = Field(default=0.95, gt=0, le=1)
+
+
+class GenerationSettings(Section):
+    model: str | None = None  # None: a tiny local pipeline built offline (the embedded default)
+    device: str | None = None  # None: cuda when present, else cpu
+    dtype: Literal["float32", "float16", "bfloat16"] = "float32"
+    steps: int = Field(default=10, ge=1, le=200)
+    guidance: float = Field(default=5.0, ge=0)
+    width: int = Field(default=64, ge=8)
+    height: int = Field(default=64, ge=8)
+    batch_size: int = Field(default=4, ge=1)
+    studio_items: int = Field(default=8, ge=0)
+    street_looks: int = Field(default=4, ge=0)
+    gallery_per_item: int = Field(default=2, ge=1, le=4)
+    seed: int = 0
+    attention_slicing: bool = False
+    cpu_offload: bool = False
+    conditioned_share: float = Field(default=0.5, ge=0, le=1)
+
+
+class AnnotationSettings(Section):
+    base_url: str | None = None  # None: no VLM; the metadata prior is the annotation
+    model: str = "Qwen/Qwen2.5-VL-72B-Instruct"
+    api_key_env: str = "VLLM_API_KEY"
+    max_pixels: int = Field(default=1024 * 28 * 28, gt=0)
+    concurrency: int = Field(default=16, ge=1, le=1024)
+    timeout: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=4, ge=0, le=10)
+    max_tokens: int = Field(default=1024, ge=16)
+    max_requests_per_run: int = Field(default=100_000, ge=1)
+    max_cost_usd: float | None = None
+    prompt_price_per_mtok: float = 0.0
+    completion_price_per_mtok: float = 0.0
+
+
+class JudgeSettings(Section):
+    base_url: str | None = None  # None with no key: the audit is skipped and the manifest says so
+    model: str = "gpt-5.1"
+    api_key_env: str = "OPENAI_API_KEY"
+    ci_half_width: float = Field(default=0.03, gt=0, lt=0.5)
+    min_accuracy: float = Field(default=0.90, ge=0, le=1)
+    max_items: int = Field(default=500, ge=1)
+    concurrency: int = Field(default=8, ge=1)
+    timeout: float = Field(default=120.0, gt=0)
+
+
+class ReleaseSettings(Section):
+    query_share: float = Field(default=0.5, gt=0, lt=1)  # share of eligible products that become queries
+    max_gallery_per_item: int = Field(default=4, ge=1, le=4)
+    seed: int = 0
+
+
+class EvaluationSettings(Section):
+    models: list[str] = Field(default_factory=list)  # besides the weight-free baseline
+    batch_size: int = Field(default=32, ge=1)
+    chunk_size: int = Field(default=65536, ge=1024)
+
+
+class FlowSettings(Section):
+    task_runner: Literal["thread", "dask", "ray"] = "thread"
+    dask_address: str | None = None
+    dask_workers: int = Field(default=2, ge=1)
+    schedule_cron: str = "0 3 1 * *"
+    timezone: str = "UTC"
+
+
+class Settings(Section):
+    """The whole configuration; every section optional."""
+
+    lake: LakeSettings = LakeSettings()
+    crawl: CrawlSettings = CrawlSettings()
+    ingest: IngestSettings = IngestSettings()
+    dedup: DedupSettings = DedupSettings()
+    generation: GenerationSettings = GenerationSettings()
+    annotation: AnnotationSettings = AnnotationSettings()
+    judge: JudgeSettings = JudgeSettings()
+    release: ReleaseSettings = ReleaseSettings()
+    evaluation: EvaluationSettings = EvaluationSettings()
+    flows: FlowSettings = FlowSettings()
+
+
+def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
+    """Load and validate a TOML file; None (and no `LOOKBENCH_CONFIG`) gives the embedded defaults."""
+    if path is None:
+        path = os.environ.get("LOOKBENCH_CONFIG") or None
+    if path is None:
+        return Settings()
+    file = Path(path)
+    try:
+        data: dict[str, Any] = tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"config file {file} does not exist") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {file} is not valid TOML: {exc}") from exc
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"config file {file}: setting '{where}': {first['msg']}") from exc
+
+
+def secret(env_var: str) -> str | None:
+    """Read a secret from the environment at the moment of use (never stored or logged)."""
+    value = os.environ.get(env_var)
+    return value or None
