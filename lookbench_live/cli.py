@@ -18,13 +18,13 @@ HELP = """Build, verify, query and score releases of the live LookBench benchmar
 
 Examples:
 
-  lookbench-live refresh                      # the monthly job, on the embedded default
-
-  lookbench-live release verify latest        # recompute every checksum of a release
-
+\b
+  lookbench-live refresh                     # the monthly job, on the embedded default
+  lookbench-live backfill --start 2026-10-01 --end 2026-11-01
+  lookbench-live release verify latest       # recompute every checksum of a release
   lookbench-live query "SELECT subset, count(*) FROM releases GROUP BY ALL"
-
-  lookbench-live taxonomy --schema dress      # the JSON Schema annotation requests
+  lookbench-live evaluate latest --json      # score the weight-free baseline
+  lookbench-live taxonomy --schema dress     # the JSON Schema annotation requests
 """
 
 app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False, rich_markup_mode=None)
@@ -48,7 +48,10 @@ for _name in STAGE_CLIS:
 
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click returns the code of `typer.Exit` instead of exiting.
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:

@@ -42,6 +42,7 @@ class SiteSettings(Section):
     download_delay: float = Field(default=0.5, ge=0)
     max_pages: int = Field(default=200, ge=1)
     allow_private_addresses: bool = False
+    looks: bool = True  # also extract looks from the pages this site's spider visits
 
     @field_validator("name")
     @classmethod
@@ -61,17 +62,33 @@ class CrawlSettings(Section):
     retry_times: int = Field(default=2, ge=0, le=10)
     max_crawl_delay: float = Field(default=30.0, ge=0)
     sites: list[SiteSettings] = Field(default_factory=list)  # empty: the sample store
+    max_retry_after: float = Field(default=300.0, ge=0)  # longer Retry-After: the request is given up, recorded
+    robots_max_bytes: int = Field(default=500 * 1024, ge=500 * 1024)  # RFC 9309: parse at least 500 KiB
+    robots_error_ttl: float = Field(default=600.0, ge=0)  # a failed robots.txt disallows its host this long
+    max_sitemap_urls: int = Field(default=50_000, ge=1)  # per sitemap file (the protocol's limit)
+    batch_size: int = Field(default=200, ge=1)  # rows per lake commit
+    playwright: bool = True  # False: JavaScript sites are skipped with a recorded reason
 
 
 class IngestSettings(Section):
     max_bytes: int = Field(default=20 * 1024 * 1024, gt=0)
-    max_pixels: int = Field(default=40_000_000, gt=0)
+    # Capped at Pillow's MAX_IMAGE_PIXELS (89,478,485) so its bomb warning can never be the only guard.
+    max_pixels: int = Field(default=40_000_000, gt=0, le=89_478_485)
     min_side: int = Field(default=64, ge=1)
     max_aspect_ratio: float = Field(default=6.0, gt=1)
     allowed_formats: list[str] = Field(default_factory=lambda: ["JPEG", "PNG", "WEBP", "GIF"])
-    timeout: float = Field(default=30.0, gt=0)
+    timeout: float = Field(default=30.0, gt=0)  # total deadline per attempt (all hops), not per read
     concurrency: int = Field(default=32, ge=1, le=512)
     allow_private_addresses: bool = False
+    retries: int = Field(default=2, ge=0, le=5)  # extra attempts on timeouts, 429, 5xx, connection errors
+    retry_backoff: float = Field(default=0.5, ge=0)  # seconds, doubled per attempt, with jitter
+    max_redirects: int = Field(default=5, ge=0, le=10)
+    user_agent: str = "lookbench-live/0.1 (+https://github.com/lookbench-live/lookbench-live)"
+    obey_robots: bool = True
+    robots_timeout: float = Field(default=10.0, gt=0)
+    robots_error_ttl: float = Field(default=600.0, ge=0)  # how long a failed robots.txt disallows a host
+    workers: int = Field(default=1, ge=1, le=64)  # >1: fetch and decode in that many worker processes
+    shard_size: int = Field(default=512, ge=1)  # URLs per unit of work and per lake commit
 
 
 class DedupSettings(Section):
@@ -97,6 +114,10 @@ class GenerationSettings(Section):
     attention_slicing: bool = False
     cpu_offload: bool = False
     conditioned_share: float = Field(default=0.5, ge=0, le=1)
+    scheduler: str | None = None  # a diffusers scheduler class name; None: the pipeline's own
+    strength: float = Field(default=0.6, gt=0, le=1)  # img2img: how far from the product photo
+    attributes_per_item: int = Field(default=3, ge=1, le=12)  # attribute values named per garment
+    templates: str | None = None  # prompt templates JSON; None: the packaged generation/templates.json
 
 
 class AnnotationSettings(Section):
@@ -112,6 +133,14 @@ class AnnotationSettings(Section):
     max_cost_usd: float | None = None
     prompt_price_per_mtok: float = 0.0
     completion_price_per_mtok: float = 0.0
+    max_payload_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)  # base64 image cap per request (L10)
+    retry_base_delay: float = Field(default=0.5, ge=0)  # seconds, doubled per attempt, with jitter
+    retry_max_delay: float = Field(default=30.0, ge=0)
+    max_retry_after: float = Field(default=60.0, ge=0)  # longest Retry-After we honour
+    flush_rows: int = Field(default=64, ge=1)  # results written to the lake at least this often …
+    flush_seconds: float = Field(default=5.0, gt=0)  # … or this often, whichever comes first
+    max_consecutive_failures: int = Field(default=50, ge=1)  # transient failures in a row that stop the run
+    page_text_in_prompt: bool = False  # put the (fenced, sanitized) product title into VLM prompts
 
 
 class JudgeSettings(Section):
@@ -123,6 +152,16 @@ class JudgeSettings(Section):
     max_items: int = Field(default=500, ge=1)
     concurrency: int = Field(default=8, ge=1)
     timeout: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=4, ge=0, le=10)
+    max_tokens: int = Field(default=1024, ge=16)
+    max_pixels: int = Field(default=1024 * 28 * 28, gt=0)
+    max_payload_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    max_cost_usd: float | None = None
+    prompt_price_per_mtok: float = 0.0
+    completion_price_per_mtok: float = 0.0
+    retry_base_delay: float = Field(default=0.5, ge=0)
+    retry_max_delay: float = Field(default=30.0, ge=0)
+    confidence: float = Field(default=0.95, gt=0, lt=1)  # of the Wilson intervals and the sample size
 
 
 class ReleaseSettings(Section):
@@ -134,7 +173,10 @@ class ReleaseSettings(Section):
 class EvaluationSettings(Section):
     models: list[str] = Field(default_factory=list)  # besides the weight-free baseline
     batch_size: int = Field(default=32, ge=1)
-    chunk_size: int = Field(default=65536, ge=1024)
+    chunk_size: int = Field(default=65536, ge=1024)  # corpus rows per similarity chunk (bounded memory)
+    trust_remote_code: bool = False  # needed by models that ship their code (GR-Lite)
+    device: str = "cpu"
+    report_samples: int = Field(default=4, ge=0, le=50)  # sample queries per subset in the report grids
 
 
 class FlowSettings(Section):

@@ -230,6 +230,8 @@ class ImageRecord(Record):
     fetched_at: dt.datetime
     first_seen_at: dt.datetime
     published_at: dt.datetime | None = None
+    final_url: str | None = None  # after redirects, when it differs from source_url
+    run_id: str | None = None  # the ingestion run that wrote the row
 
 
 class Generation(Record):
@@ -264,6 +266,10 @@ class Generation(Record):
     error: str | None = None
     sha256: str | None = None
     first_seen_at: dt.datetime
+    run_id: str | None = None
+    batch_id: str | None = None  # sha256 of the batch's generation_ids: bit-identity holds per batch
+    batch_position: int | None = None
+    seconds: float | None = None  # wall time of the batch, divided by its size
 
 
 class DedupDecision(Record):
@@ -308,6 +314,10 @@ class Annotation(Record):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     attempts: int = 1
+    error_detail: str | None = (
+        None  # human-readable detail of `error` (which stays a machine-readable reason)
+    )
+    run_id: str | None = None
 
 
 class Audit(Record):
@@ -330,6 +340,7 @@ class Audit(Record):
     raw_response: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    run_id: str | None = None
 
 
 class Evaluation(Record):

@@ -1,0 +1,43 @@
+# Everything a fresh machine of this kind needs is installed from here.
+# `make run` sets up and runs the main job; `make test` sets up and runs the tests (what CI runs).
+
+VENV        ?= .venv
+PY          := $(VENV)/bin/python
+PIP         := $(VENV)/bin/pip
+STAMP       := $(VENV)/.installed
+PYTHON      ?= python3
+
+export HF_HUB_OFFLINE := 1
+export DO_NOT_TRACK := 1
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+
+.PHONY: setup system vllm-venv run test lint bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q -U pip
+	# The CPU build of torch first; the constraints file then stops pip from pulling a CUDA build.
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -c constraints.txt -e '.[test]'
+	touch $@
+
+setup: $(STAMP) system
+
+system:
+	bash scripts/install-system.sh
+
+vllm-venv:
+	bash scripts/setup-vllm-venv.sh
+
+run: setup
+	$(VENV)/bin/lookbench-live refresh
+
+test: setup vllm-venv
+	$(VENV)/bin/ruff check .
+	LOOKBENCH_REQUIRE_VLLM=1 $(VENV)/bin/pytest -q
+
+lint: setup
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+clean:
+	rm -rf $(VENV) .venv-vllm lookbench-data build dist *.egg-info

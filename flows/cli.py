@@ -1,0 +1,133 @@
+"""`lookbench-live refresh | backfill | export | serve`: the flows users run."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any
+
+import typer
+
+ConfigOption = Annotated[str | None, typer.Option("--config", help="TOML configuration file (default: embedded).")]
+HomeOption = Annotated[str | None, typer.Option("--home", help="Lake root (default $LOOKBENCH_HOME or ./lookbench-data).")]
+
+
+def _prepare(config: str | None) -> Any:
+    """Validate the configuration before any work, and set the offline defaults."""
+    from lookbench_live.config import load_settings
+    from lookbench_live.flows.runtime import offline_defaults
+
+    settings = load_settings(config)  # a wrong setting fails here, naming it
+    offline_defaults()
+    return settings
+
+
+def _report(summary: dict[str, Any]) -> None:
+    typer.echo(summary["markdown"])
+    release = summary.get("release")
+    if release:
+        typer.echo(f"Release {release['version']} is at {release['path']}")
+        if release.get("report"):
+            typer.echo(f"Open its report: lookbench-live report {release['version']} --open  ({release['report']})")
+        typer.echo("Query it: lookbench-live query \"SELECT subset, split, count(*) FROM releases GROUP BY ALL\"")
+
+
+def refresh(
+    config: ConfigOption = None,
+    home: HomeOption = None,
+    as_of: Annotated[str | None, typer.Option(help="Logical date of the run (default: today, UTC).")] = None,
+    since: Annotated[str | None, typer.Option(help="Window start (default: the previous release's end).")] = None,
+    version: Annotated[str | None, typer.Option(help="Release version (default: v<as-of date>).")] = None,
+    replace: Annotated[bool, typer.Option(help="Rebuild the release if it exists.")] = False,
+    port: Annotated[int, typer.Option(help="Loopback port of the sample store (embedded default).")] = 48721,
+) -> None:
+    """The monthly refresh, end to end: crawl, ingest, dedup, annotate, generate, audit, release, evaluate, report.
+
+    With no configuration it runs on the embedded default: the sample store on 127.0.0.1, a tiny
+    local diffusion pipeline, metadata annotation, the weight-free evaluator, Prefect's embedded
+    API and a local lake. Rerun after a crash: it resumes where it stopped.
+
+    \b
+    Examples:
+      lookbench-live refresh
+      lookbench-live refresh --config lookbench.toml --as-of 2026-12-01
+    """
+    settings = _prepare(config)
+    from lookbench_live.flows.refresh import refresh_flow, with_runner
+
+    summary = with_runner(settings, refresh_flow)(
+        config_path=config, home=home, as_of=as_of, window_start=since, version=version, replace=replace,
+        sample_store_port=port,
+    )
+    _report(summary)
+
+
+def backfill(
+    start: Annotated[str, typer.Option(help="Window start (ISO date, inclusive).")],
+    end: Annotated[str, typer.Option(help="Window end (ISO date, exclusive).")],
+    stages: Annotated[list[str] | None, typer.Option("--stages", help="Stages to rerun (repeatable).")] = None,
+    config: ConfigOption = None,
+    home: HomeOption = None,
+    version: Annotated[str | None, typer.Option(help="Release version (default: the window's last day).")] = None,
+    replace: Annotated[bool, typer.Option(help="Rebuild that window's release if it exists.")] = False,
+) -> None:
+    """Rerun stages over the items first seen in a window, reusing cached results, and build its release.
+
+    \b
+    Examples:
+      lookbench-live backfill --start 2026-10-01 --end 2026-11-01
+      lookbench-live backfill --start 2026-10-01 --end 2026-11-01 --stages annotate --stages release --replace
+    """
+    settings = _prepare(config)
+    from lookbench_live.flows.refresh import backfill_flow, with_runner
+
+    summary = with_runner(settings, backfill_flow)(
+        start=start, end=end, stages_=stages, config_path=config, home=home, version=version, replace=replace
+    )
+    _report(summary)
+
+
+def export(
+    version: Annotated[str, typer.Argument(help="vYYYYMMDD or latest.")],
+    to: Annotated[str, typer.Option("--to", help="A folder, an fsspec URL (s3://…) or a .tar path.")],
+    home: HomeOption = None,
+) -> None:
+    """Copy a release snapshot (data, manifest, card, Croissant, report) and verify it at the destination.
+
+    \b
+    Examples:
+      lookbench-live export latest --to /mnt/share/lookbench
+      lookbench-live export v20261201 --to lookbench-v20261201.tar
+    """
+    _prepare(None)
+    from lookbench_live.flows.export import export_release
+    from lookbench_live.warehouse.lake import Lake
+
+    result = export_release(Lake(home), version, to)
+    state = "already there, verified" if result.already_there else "copied and verified"
+    typer.echo(f"release {result.version}: {result.files} files, {result.bytes} bytes {state} at {result.destination}")
+
+
+def serve(
+    config: ConfigOption = None,
+    cron: Annotated[str | None, typer.Option(help="Cron schedule (default from config: 03:00 UTC on the 1st).")] = None,
+) -> None:
+    """Serve the monthly refresh deployment on its schedule (Prefect `serve`; runs until stopped).
+
+    Schedules do not fire on Prefect's temporary local API: run this, or a Prefect server and
+    worker (docker-compose.yml).
+    """
+    settings = _prepare(config)
+    from prefect import serve as prefect_serve
+
+    from lookbench_live.flows.deploy import refresh_deployment
+
+    prefect_serve(refresh_deployment(settings, config, cron=cron))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("refresh")(refresh)
+    app.command("backfill")(backfill)
+    app.command("export")(export)
+    app.command("serve")(serve)
+
+

@@ -1,0 +1,70 @@
+"""The run summary: counts, rejections by reason, audit accuracy and the evaluation table, as markdown.
+
+It is printed by the CLI and published as a Prefect artifact of the run.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from lookbench_live.warehouse.lake import Lake
+
+
+def rejection_counts(lake: Lake) -> dict[str, int]:
+    """Every recorded drop in the lake, keyed `stage/reason`."""
+    counts: Counter[str] = Counter()
+    for row in lake.read("images", columns=["status", "rejection_reason"]).to_pylist():
+        if row["status"] == "rejected":
+            counts[f"ingest/{row['rejection_reason']}"] += 1
+    for row in lake.read("rejections", columns=["stage", "reason"]).to_pylist():
+        counts[f"{row['stage']}/{row['reason']}"] += 1
+    for row in lake.read("dedup_decisions", columns=["decision", "reason"]).to_pylist():
+        if row["decision"] == "dropped":
+            counts[f"dedup/{row['reason']}"] += 1
+    for row in lake.read("annotations", columns=["status", "error"]).to_pylist():
+        if row["status"] == "failed":
+            reason = (row["error"] or "failed").split(":")[0]
+            counts[f"annotate/{reason}"] += 1
+    for row in lake.read("generations", columns=["status", "error"]).to_pylist():
+        if row["status"] == "failed":
+            counts[f"generate/{(row['error'] or 'failed').split(':')[0]}"] += 1
+    return dict(sorted(counts.items()))
+
+
+def markdown_summary(lake: Lake, summary: dict[str, Any]) -> str:
+    lines = [f"# lookbench-live run `{summary['run_key']}`", ""]
+    lines += ["## Lake", "", "| table | rows |", "|---|---|"]
+    for table in ("products", "looks", "images", "generations", "dedup_decisions", "annotations", "audits"):
+        lines.append(f"| {table} | {lake.read(table, columns=['created_at']).num_rows} |")
+    lines += ["", "## Rejections by reason", "", "| stage/reason | count |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in rejection_counts(lake).items()] or ["| none | 0 |"]
+    release = summary.get("release")
+    if release:
+        lines += ["", f"## Release {release['version']}", "", f"Path: `{release['path']}`", ""]
+        lines += ["| file | rows |", "|---|---|"] + [f"| {k} | {v} |" for k, v in release["rows"].items()]
+        if release.get("published_latest") is False:
+            lines += ["", f"**Not published as latest:** {release.get('latest_reason')}"]
+        audit = release.get("audit") or {}
+        lines += ["", "## Audit", ""]
+        if audit.get("status") == "ok":
+            lines.append(f"Accuracy {audit.get('accuracy')} (95% CI {audit.get('ci_low')}–{audit.get('ci_high')})")
+        else:
+            lines.append(f"Skipped: {audit.get('reason', 'not run')}")
+        for evaluation in release.get("evaluation") or []:
+            overall = evaluation["overall"]
+            keys = [k for k in ("coarse_recall@1", "fine_recall@1", "strict_recall@1", "mrr", "ndcg@5") if k in overall]
+            lines += ["", f"## Evaluation: {evaluation['model']}", "", "| " + " | ".join(keys) + " |",
+                      "|" + "---|" * len(keys), "| " + " | ".join(f"{overall[k]:.2f}" for k in keys) + " |"]
+        if release.get("report"):
+            lines += ["", f"Report: `{release['report']}`"]
+    return "\n".join(lines) + "\n"
+
+
+def publish_artifact(markdown: str, *, key: str) -> None:
+    """Attach the summary to the Prefect run (a no-op outside a run)."""
+    from prefect.artifacts import create_markdown_artifact
+    from prefect.context import FlowRunContext
+
+    if FlowRunContext.get() is not None:
+        create_markdown_artifact(markdown=markdown, key=key, description="lookbench-live run summary")

@@ -1,0 +1,80 @@
+"""The built wheel, installed in a clean venv, works and installs nothing at top level but `lookbench_live`."""
+
+from __future__ import annotations
+
+import os
+import site
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SUBPACKAGES = [
+    "lookbench_live.flows",
+    "lookbench_live.scrapers",
+    "lookbench_live.generation",
+    "lookbench_live.annotation",
+    "lookbench_live.schema",
+    "lookbench_live.warehouse",
+    "lookbench_live.dedup",
+    "lookbench_live.evaluation",
+]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    build_dir = tmp_path_factory.mktemp("build")
+    # No build isolation: the wheel is built with the setuptools installed here (offline-safe).
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(REPO)],
+        check=True, capture_output=True, cwd=build_dir, timeout=300,
+    )
+    (found,) = out.glob("lookbench_live-*.whl")
+    return found
+
+
+def test_wheel_has_one_top_level_package(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"lookbench_live"}
+    assert "lookbench_live/schema/taxonomy.json" in names
+    for pkg in SUBPACKAGES:
+        assert f"{pkg.replace('.', '/')}/__init__.py" in names, pkg
+
+
+@pytest.mark.slow
+def test_wheel_in_clean_venv(wheel: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    py = venv / "bin" / "python"
+    purelib = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()
+    # Dependencies come from this environment's site-packages, added as a plain path so that its
+    # .pth files (among them the editable checkout's finder) are NOT processed.
+    Path(purelib, "deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    before = set(os.listdir(purelib))
+    subprocess.run([str(py), "-m", "pip", "install", "--no-deps", "--no-index", str(wheel)], check=True,
+                   capture_output=True, timeout=300)
+    added = set(os.listdir(purelib)) - before
+    assert {a for a in added if not a.endswith(".dist-info")} == {"lookbench_live"}, added
+    code = (
+        "import importlib, lookbench_live\n"
+        f"for name in {SUBPACKAGES!r}: importlib.import_module(name)\n"
+        "assert '/site-packages/lookbench_live/' in lookbench_live.__file__, lookbench_live.__file__\n"
+        "from lookbench_live.schema.taxonomy import default_taxonomy\n"
+        "print(len(default_taxonomy().categories))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    run = subprocess.run([str(py), "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert int(run.stdout.strip()) >= 20
+    helped = subprocess.run([str(venv / "bin" / "lookbench-live"), "--help"], capture_output=True, text=True,
+                            cwd=tmp_path, env=env, timeout=300)
+    assert helped.returncode == 0, helped.stderr[-3000:]
+    assert "release" in helped.stdout and "query" in helped.stdout

@@ -1,0 +1,244 @@
+"""Releases: LookBench layout and columns, atomic commit, verification, reproducibility, loaders."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image
+
+import lakefill
+from lookbench_live.warehouse.assemble import PUBLISHED_COLUMNS, Window
+from lookbench_live.warehouse.lake import Lake
+from lookbench_live.warehouse.release import (
+    FILES,
+    ReleaseError,
+    build_release,
+    committed_versions,
+    released_sha256s,
+    resolve_version,
+    verify_release,
+)
+
+SUBSETS = ("real_studio_flat", "aigen_studio", "real_streetlook", "aigen_streetlook")
+
+
+class PlainTaxonomy:
+    """Enough taxonomy for the builder: other_attributes = the visible values but the main one."""
+
+    version = "test"
+
+    def published_columns(self, category, attributes, main_attribute):
+        return main_attribute, ", ".join(v for k, v in sorted(attributes.items()) if v != main_attribute)
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> Lake:
+    lake = Lake(tmp_path / "lake")
+    lakefill.fill(lake)
+    return lake
+
+
+def build(lake: Lake, version: str = "v20261201", **kw):
+    return build_release(lake, version=version, taxonomy=PlainTaxonomy(), **kw)
+
+
+def test_layout_columns_and_assembly_rules(lake: Lake) -> None:
+    result = build(lake)
+    base = Path(lake.path("releases", "v20261201"))
+    for rel in FILES:
+        table = pq.read_table(base / rel)
+        assert tuple(table.column_names[:9]) == PUBLISHED_COLUMNS, rel
+        assert table.schema.field("image").type.names == ["bytes", "path"]
+        assert table.num_rows == result.rows[rel]
+    for subset in SUBSETS:
+        queries = pq.read_table(base / subset / "query.parquet").to_pylist()
+        gallery = pq.read_table(base / subset / "gallery.parquet").to_pylist()
+        assert queries, subset
+        by_item: dict[str, int] = {}
+        for row in gallery:
+            by_item[row["item_ID"]] = by_item.get(row["item_ID"], 0) + 1
+        for q in queries:
+            assert 1 <= by_item.get(q["item_ID"], 0) <= 4, (subset, q["item_ID"])
+            Image.open(io.BytesIO(q["image"]["bytes"])).verify()
+    street = pq.read_table(base / "real_streetlook" / "query.parquet").to_pylist()
+    # one query row per item crop; crops of one photo share raw_image; bbox inside it
+    assert len({r["raw_sha256"] for r in street}) < len(street)
+    for row in street:
+        raw = Image.open(io.BytesIO(row["raw_image"]["bytes"]))
+        x0, y0, x1, y1 = row["bbox"]
+        assert 0 <= x0 < x1 <= raw.width and 0 <= y0 < y1 <= raw.height
+        assert Image.open(io.BytesIO(row["image"]["bytes"])).size == (x1 - x0, y1 - y0)
+    noise = pq.read_table(base / "noise" / "gallery.parquet").to_pylist()
+    assert noise and {r["category"] for r in noise} == {"noise data"}
+    query_items = {
+        r["item_ID"] for s in SUBSETS for r in pq.read_table(base / s / "query.parquet").to_pylist()
+    } | {r["item_ID"] for s in SUBSETS for r in pq.read_table(base / s / "gallery.parquet").to_pylist()}
+    assert not query_items & {r["item_ID"] for r in noise}, "a product is never both query item and distractor"
+    manifest = json.loads((base / "manifest.json").read_text())
+    assert manifest["generation_tiny_local"] is True
+    assert set(manifest["files"]) >= set(FILES) | {"README.md", "croissant.json"}
+
+
+def test_loads_untouched_with_pyarrow_duckdb_polars_and_datasets(lake: Lake) -> None:
+    build(lake)
+    base = Path(lake.path("releases", "v20261201"))
+    query = base / "real_studio_flat" / "query.parquet"
+    assert pq.read_table(query).num_rows > 0
+    con = duckdb.connect()
+    n = con.execute(f"SELECT count(*) FROM read_parquet('{query}') WHERE image.bytes IS NOT NULL").fetchall()[0][0]
+    assert n == pq.read_table(query).num_rows
+    import polars as pl
+
+    frame = pl.read_parquet(query)
+    assert frame.columns[:9] == list(PUBLISHED_COLUMNS)
+    import datasets
+
+    ds = datasets.load_dataset("parquet", data_files={"query": str(query)}, split="query")
+    ds = ds.cast_column("image", datasets.Image())
+    assert ds[0]["image"].size[0] > 0
+    # the dataset card's `configs:` resolve each subset's splits
+    by_config = datasets.load_dataset(str(base), "real_streetlook")
+    assert set(by_config) == {"query", "gallery"}
+    assert by_config["query"].num_rows == pq.read_table(base / "real_streetlook" / "query.parquet").num_rows
+
+
+def test_croissant_validates(lake: Lake) -> None:
+    build(lake)
+    path = Path(lake.path("releases", "v20261201", "croissant.json"))
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "mlcroissant"), "validate", "--jsonld", str(path)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "error" not in proc.stderr.lower().replace("0 error", ""), proc.stderr[-2000:]
+
+
+def test_reproducible_bytes_and_immutability(lake: Lake) -> None:
+    first = build(lake)
+    with pytest.raises(ReleaseError, match="already exists"):
+        build(lake)
+    second = build(lake, version="v20261202")
+    for rel in FILES:
+        assert first.manifest["files"][rel]["sha256"] == second.manifest["files"][rel]["sha256"], rel
+    replaced = build(lake, replace=True)
+    assert replaced.manifest["files"][FILES[0]] == first.manifest["files"][FILES[0]]
+    assert committed_versions(lake) == ["v20261201", "v20261202"]
+    assert resolve_version(lake, "latest") == "v20261201"  # the last build published
+
+
+def test_window_selects_items_by_first_seen(lake: Lake) -> None:
+    lakefill.fill(lake, products=8, looks=1, start=lakefill.T0.replace(month=10), seed=1)
+    everything = build(lake, version="v20261101")
+    november = build(lake, version="v20261201", window=Window(start=lakefill.T0, end=None))
+    assert sum(november.rows.values()) < sum(everything.rows.values())
+    base = Path(lake.path("releases", "v20261201"))
+    for rel in FILES:
+        for row in pq.read_table(base / rel, columns=["first_seen_at"]).to_pylist():
+            assert row["first_seen_at"] >= lakefill.T0
+
+
+def test_verify_names_altered_missing_and_extra_files(lake: Lake) -> None:
+    build(lake)
+    assert verify_release(lake, "latest") == []
+    base = Path(lake.path("releases", "v20261201"))
+    target = base / "aigen_studio" / "gallery.parquet"
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    target.write_bytes(bytes(data))
+    (base / "noise" / "extra.parquet").write_bytes(b"PAR1")
+    (base / "croissant.json").unlink()
+    problems = verify_release(lake, "v20261201")
+    assert any("aigen_studio/gallery.parquet was altered" in p for p in problems)
+    assert any("noise/extra.parquet is not listed" in p for p in problems)
+    assert any("croissant.json is listed in manifest.json but missing" in p for p in problems)
+    (base / "manifest.json").unlink()
+    with pytest.raises(ReleaseError):
+        resolve_version(lake, "v20261201")
+
+
+def test_cli_verify_exit_status_names_the_file(lake: Lake, cli: str) -> None:
+    build(lake)
+    env = {**os.environ, "LOOKBENCH_HOME": lake.home}
+    ok = subprocess.run([cli, "release", "verify", "latest"], capture_output=True, text=True, env=env)
+    assert ok.returncode == 0, ok.stderr
+    target = Path(lake.path("releases", "v20261201", "real_studio_flat", "query.parquet"))
+    data = bytearray(target.read_bytes())
+    data[100] ^= 0xFF
+    target.write_bytes(bytes(data))
+    bad = subprocess.run([cli, "release", "verify", "latest"], capture_output=True, text=True, env=env)
+    assert bad.returncode != 0
+    assert "real_studio_flat/query.parquet" in bad.stderr
+
+
+def test_released_sha256s_includes_raw_photos(lake: Lake) -> None:
+    build(lake)
+    found = released_sha256s(lake)
+    base = Path(lake.path("releases", "v20261201"))
+    street = pq.read_table(base / "real_streetlook" / "query.parquet").to_pylist()
+    assert street[0]["raw_sha256"] in found and street[0]["sha256"] in found
+    assert released_sha256s(lake, before="v20261201") == {}
+
+
+KILLER = textwrap.dedent(
+    """
+    import os, signal, sys
+    sys.path.insert(0, {tests!r})
+    import lakefill
+    from lookbench_live.warehouse import lake as lake_mod, release as release_mod
+    from lookbench_live.warehouse.lake import Lake
+    from test_release import PlainTaxonomy
+    kill_at = int(sys.argv[1])
+    calls = 0
+    real = lake_mod.atomic_write_bytes
+    def dying(fs, path, data):
+        global calls
+        calls += 1
+        if calls == kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(fs, path, data)
+    release_mod.atomic_write_bytes = dying
+    lake = Lake({home!r})
+    release_mod.build_release(lake, version="v20261201", taxonomy=PlainTaxonomy(), replace=True)
+    print("finished", calls)
+    """
+)
+
+
+def test_sigkill_during_build_leaves_no_release_or_the_complete_one(tmp_path: Path) -> None:
+    home = tmp_path / "lake"
+    reference_lake = Lake(home)
+    lakefill.fill(reference_lake)
+    reference = build(reference_lake, version="v20261130")
+    script = tmp_path / "killer.py"
+    script.write_text(KILLER.format(tests=str(Path(__file__).parent), home=str(home)))
+    outcomes = set()
+    for kill_at in (1, 4, 9, 11, 13, 14):
+        proc = subprocess.run([sys.executable, str(script), str(kill_at)], capture_output=True, text=True, timeout=120)
+        lake = Lake(home)
+        killed = proc.returncode == -signal.SIGKILL
+        try:
+            version = resolve_version(lake, "v20261201")
+        except ReleaseError:
+            outcomes.add("none")
+            assert killed, proc.stderr
+            continue
+        outcomes.add("complete" if killed else "finished")
+        assert verify_release(lake, version) == []
+    assert "none" in outcomes and outcomes & {"complete", "finished"}
+    # a rerun finishes the work: complete, verified, same files as an uninterrupted build
+    final = build(Lake(home), version="v20261201", replace=True)
+    assert verify_release(Lake(home), "v20261201") == []
+    for rel in FILES:
+        assert final.manifest["files"][rel]["sha256"] == reference.manifest["files"][rel]["sha256"]
+    leftovers = [p for p in os.listdir(Lake(home).path("releases")) if p.startswith(".")]
+    assert leftovers == []

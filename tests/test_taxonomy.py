@@ -1,0 +1,494 @@
+"""The taxonomy data file, its loader, its JSON Schemas and the `taxonomy` CLI command."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import typer
+from lookbench_live.schema.cli import register
+from lookbench_live.schema.taxonomy import (
+    NOT_VISIBLE,
+    Taxonomy,
+    TaxonomyError,
+    default_taxonomy,
+    load_taxonomy,
+)
+from typer.testing import CliRunner
+
+PACKAGED = Path(__file__).resolve().parents[1] / "schema" / "taxonomy.json"
+
+
+@pytest.fixture(scope="module")
+def tax() -> Taxonomy:
+    return default_taxonomy()
+
+
+def valid_payload(tax: Taxonomy, category: str) -> dict[str, str]:
+    """A payload with the first value of every group; main_attribute = the first group's value."""
+    payload = {"category": category}
+    for group in tax.groups_for(category):
+        payload[group] = tax.values(group)[0]
+    payload["main_attribute"] = payload[tax.groups_for(category)[0]]
+    return payload
+
+
+# -- content ------------------------------------------------------------------------------------
+
+
+def test_counts_meet_the_issue(tax: Taxonomy) -> None:
+    values = {v for group in tax.groups for v in tax.values(group)}
+    assert len(tax.categories) >= 20
+    assert len(tax.groups) >= 12
+    assert len(values) >= 100
+    assert NOT_VISIBLE not in values
+    assert tax.version == "2026.11.0"
+
+
+def test_required_categories_and_groups_exist(tax: Taxonomy) -> None:
+    for name in [
+        "dress",
+        "coat",
+        "pants",
+        "skirt",
+        "shirt",
+        "t-shirt",
+        "sweater",
+        "jacket",
+        "shorts",
+        "jumpsuit",
+    ]:
+        assert tax.categories[name].super_category == "apparel"
+    for name in ["sneakers", "boots", "heels", "sandals"]:
+        assert tax.categories[name].super_category == "shoes"
+    assert tax.categories["bag"].super_category == "bags"
+    for name in ["hat", "scarf", "belt", "sunglasses"]:
+        assert tax.categories[name].super_category == "accessories"
+    for group in [
+        "neckline",
+        "collar",
+        "sleeve_length",
+        "sleeve_style",
+        "silhouette",
+        "garment_length",
+        "closure",
+    ]:
+        assert group in tax.groups
+    for group in ["waistline", "rise", "leg_shape", "pattern", "color", "material", "texture_finish"]:
+        assert group in tax.groups
+    for group in ["embellishment", "heel_type", "toe_shape", "strap", "style_occasion"]:
+        assert group in tax.groups
+
+
+def test_published_example_values_are_in_the_vocabulary(tax: Taxonomy) -> None:
+    # From the published release: main_attribute "leather", "sequin", "snakeskin";
+    # other_attributes "applique, printed, bead".
+    for value in ["leather", "sequin", "snakeskin", "applique", "printed", "bead", "v-neck", "crew neck"]:
+        assert tax.group_of(value) is not None, value
+
+
+def test_every_value_names_one_group(tax: Taxonomy) -> None:
+    seen: dict[str, str] = {}
+    for group in tax.groups:
+        for value in tax.values(group):
+            assert value not in seen, f"{value!r} is in {seen.get(value)} and {group}"
+            assert value == value.lower() and "," not in value and "_" not in value
+            seen[value] = group
+
+
+def test_every_entry_records_its_sources(tax: Taxonomy) -> None:
+    for entry in [*tax.categories.values(), *tax.groups.values()]:
+        assert entry.sources and set(entry.sources) <= set(tax.sources), entry.name
+    assert all(source.licence for source in tax.sources.values())
+    assert "fashionpedia" in tax.sources
+
+
+def test_to_json_shape(tax: Taxonomy) -> None:
+    data = tax.to_json()
+    assert set(data) == {"version", "categories", "groups", "applies"}
+    assert data["categories"] == tax.category_names()
+    assert data["applies"]["dress"] == tax.groups_for("dress")
+    assert data["groups"]["neckline"] == tax.values("neckline")
+    json.dumps(data)
+
+
+def test_fingerprint_changes_with_content_not_version(tax: Taxonomy) -> None:
+    data = json.loads(PACKAGED.read_text(encoding="utf-8"))
+    assert Taxonomy.from_dict(data).fingerprint == tax.fingerprint
+    data["groups"][0]["values"][0]["synonyms"].append("an extra synonym")
+    edited = Taxonomy.from_dict(data)
+    assert edited.version == tax.version
+    assert edited.fingerprint != tax.fingerprint
+
+
+# -- JSON Schema ----------------------------------------------------------------------------------
+
+
+def _walk_keys(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        return set(node) | {k for value in node.values() for k in _walk_keys(value)}
+    if isinstance(node, list):
+        return {k for item in node for k in _walk_keys(item)}
+    return set()
+
+
+def test_every_schema_is_flat_and_complete(tax: Taxonomy) -> None:
+    for category in tax.category_names():
+        schema = tax.json_schema(category)
+        assert not _walk_keys(schema) & {"allOf", "anyOf", "oneOf", "$ref", "$defs", "definitions"}
+        assert schema["type"] == "object" and schema["additionalProperties"] is False
+        assert schema["required"] == ["category", *tax.groups_for(category), "main_attribute"]
+        assert list(schema["properties"]) == schema["required"]
+        assert schema["properties"]["category"]["enum"] == [category]
+        for group in tax.groups_for(category):
+            assert schema["properties"][group]["enum"] == [*tax.values(group), NOT_VISIBLE]
+        assert schema["properties"]["main_attribute"]["enum"] == tax.category_values(category)
+        assert NOT_VISIBLE not in schema["properties"]["main_attribute"]["enum"]
+    # Against the metaschema: one category per super-category is enough (they share a shape).
+    for category in ["dress", "sneakers", "bag", "sunglasses"]:
+        jsonschema.Draft202012Validator.check_schema(tax.json_schema(category))
+
+
+def test_jsonschema_accepts_valid_and_rejects_invalid(tax: Taxonomy) -> None:
+    validator = jsonschema.Draft202012Validator(tax.json_schema("dress"))
+    payload = valid_payload(tax, "dress")
+    payload["sleeve_style"] = NOT_VISIBLE
+    assert list(validator.iter_errors(payload)) == []
+
+    out_of_vocabulary = {**payload, "neckline": "very low neck"}
+    missing_group = {k: v for k, v in payload.items() if k != "neckline"}
+    extra_key = {**payload, "mood": "happy"}
+    wrong_category = {**payload, "category": "coat"}
+    for bad in [out_of_vocabulary, missing_group, extra_key, wrong_category]:
+        assert list(validator.iter_errors(bad)), bad
+
+
+# -- validate_annotation and published columns ----------------------------------------------------
+
+
+def test_validate_annotation_accepts_a_valid_payload(tax: Taxonomy) -> None:
+    for category in tax.category_names():
+        assert tax.validate_annotation(category, valid_payload(tax, category)) == []
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (lambda p: p.pop("neckline"), "missing group 'neckline'"),
+        (lambda p: p.update(neckline="v neck"), "did you mean 'v-neck'"),
+        (lambda p: p.update(neckline="very low"), "'very low' is not in the vocabulary"),
+        (lambda p: p.update(mood="happy"), "extra key 'mood'"),
+        (lambda p: p.update(main_attribute=NOT_VISIBLE), "not 'not_visible'"),
+        (lambda p: p.update(main_attribute="leather"), "'leather' is not among the payload's values"),
+        (lambda p: p.pop("main_attribute"), "missing key 'main_attribute'"),
+        (lambda p: p.update(category="coat"), "expected 'dress'"),
+        (lambda p: p.update(color=3), "must be a string"),
+    ],
+)
+def test_validate_annotation_reports_each_fault(tax: Taxonomy, edit: Any, expected: str) -> None:
+    payload = valid_payload(tax, "dress")
+    edit(payload)
+    errors = tax.validate_annotation("dress", payload)
+    assert any(expected in error for error in errors), errors
+
+
+def test_validate_annotation_unknown_category(tax: Taxonomy) -> None:
+    errors = tax.validate_annotation("spacesuit", {"category": "spacesuit"})
+    assert len(errors) == 1 and "unknown category 'spacesuit'" in errors[0]
+
+
+def test_main_attribute_may_be_a_not_visible_groups_neighbour(tax: Taxonomy) -> None:
+    payload = valid_payload(tax, "dress")
+    payload["neckline"] = NOT_VISIBLE
+    payload["main_attribute"] = payload["material"]
+    assert tax.validate_annotation("dress", payload) == []
+
+
+def test_published_columns(tax: Taxonomy) -> None:
+    attributes = {
+        "neckline": "v-neck",
+        "sleeve_length": NOT_VISIBLE,
+        "embellishment": "sequin",
+        "texture_finish": "printed",
+        "material": "leather",
+        "color": "black",
+    }
+    main, others = tax.published_columns("dress", attributes, "sequin")
+    assert main == "sequin"
+    # category group order: neckline ... color, pattern, material, texture_finish, embellishment
+    assert others == "v-neck, black, leather, printed"
+    with pytest.raises(TaxonomyError, match="main_attribute 'lace'"):
+        tax.published_columns("dress", attributes, "lace")
+    with pytest.raises(TaxonomyError, match="not groups of this category"):
+        tax.published_columns("dress", {"heel_type": "wedge"}, "wedge")
+    with pytest.raises(TaxonomyError, match="not in the vocabulary"):
+        tax.published_columns("dress", {"color": "octarine"}, "octarine")
+
+
+# -- normalisation and the metadata prior ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ("Dress", "dress"),
+        ("Dresses", "dress"),
+        ("T-Shirts", "t-shirt"),
+        ("tee", "t-shirt"),
+        ("Trousers", "pants"),
+        ("JEANS", "pants"),
+        ("Handbag", "bag"),
+        ("hoodie", "sweatshirt"),
+        ("Trainers", "sneakers"),
+        ("ankle boots", "boots"),
+        ("pumps", "heels"),
+        ("spacesuit", None),
+        ("black dress", None),
+    ],
+)
+def test_normalize_category(tax: Taxonomy, text: str, category: str | None) -> None:
+    assert tax.normalize_category(text) == category
+
+
+@pytest.mark.parametrize(
+    ("group", "text", "value"),
+    [
+        ("neckline", "V Neck", "v-neck"),
+        ("neckline", "ROUND NECK", "crew neck"),
+        ("color", "Grey", "gray"),
+        ("color", "off-white", "ivory"),
+        ("material", "Faux-Leather", "faux leather"),
+        ("material", "PU leather", "faux leather"),
+        ("sleeve_length", "3/4 sleeves", "three-quarter sleeve"),
+        ("embellishment", "Appliqué", "applique"),
+        ("embellishment", "sequinned", "sequin"),
+        ("pattern", "python", "snakeskin"),
+        ("closure", "zip", "zipper"),
+        ("neckline", "not visible", NOT_VISIBLE),
+        ("color", "octarine", None),
+    ],
+)
+def test_normalize_value(tax: Taxonomy, group: str, text: str, value: str | None) -> None:
+    assert tax.normalize_value(group, text) == value
+
+
+def test_find_values_on_product_titles(tax: Taxonomy) -> None:
+    found = tax.find_values("jacket", "Women's Black Leather Biker Jacket with Zip Closure")
+    assert found["color"] == "black"
+    assert found["material"] == "leather"
+    assert found["closure"] == "zipper"
+
+    found = tax.find_values("dress", "Floral print midi dress, v-neck, short sleeves")
+    assert found == {
+        "neckline": "v-neck",
+        "sleeve_length": "short sleeve",
+        "garment_length": "midi",
+        "pattern": "floral",
+    }
+
+
+def test_find_values_prefers_the_longest_match_and_whole_words(tax: Taxonomy) -> None:
+    assert tax.find_values("jacket", "faux leather jacket")["material"] == "faux leather"
+    assert tax.find_values("boots", "lace-up ankle boots")["closure"] == "lace-up"
+    assert tax.find_values("boots", "lace-up ankle boots")["shaft_height"] == "ankle-high"
+    # "tie" must not match inside "tie-dye", and "red" not inside "shredded".
+    found = tax.find_values("t-shirt", "Tie-dye shredded tee")
+    assert found.get("pattern") == "tie-dye" and "closure" not in found and "color" not in found
+    # Only the category's groups: a dress has no heel type.
+    assert "heel_type" not in tax.find_values("dress", "stiletto dress")
+    assert tax.find_values("bag", "") == {}
+
+
+def test_group_of(tax: Taxonomy) -> None:
+    assert tax.group_of("v-neck") == "neckline"
+    assert tax.group_of("v-neck", "dress") == "neckline"
+    assert tax.group_of("v-neck", "sneakers") is None
+    assert tax.group_of(NOT_VISIBLE) is None
+    assert tax.group_of("v neck") is None  # exact value names only
+
+
+def test_unknown_names_raise(tax: Taxonomy) -> None:
+    with pytest.raises(TaxonomyError, match=r"unknown category 'spacesuit'.*dress"):
+        tax.groups_for("spacesuit")
+    with pytest.raises(TaxonomyError, match="unknown attribute group 'mood'"):
+        tax.values("mood")
+    with pytest.raises(TaxonomyError):
+        tax.json_schema("spacesuit")
+
+
+# -- malformed files ------------------------------------------------------------------------------
+
+
+def minimal() -> dict[str, Any]:
+    return {
+        "version": "2026.11.0",
+        "sources": [{"id": "fashionpedia", "title": "Fashionpedia", "licence": "CC BY 4.0"}],
+        "groups": [
+            {
+                "name": "neckline",
+                "sources": ["fashionpedia"],
+                "values": [{"name": "v-neck", "synonyms": ["v neckline"]}, {"name": "crew neck"}],
+            },
+            {"name": "color", "sources": ["fashionpedia"], "values": [{"name": "black"}]},
+        ],
+        "categories": [
+            {
+                "name": "dress",
+                "super_category": "apparel",
+                "groups": ["neckline", "color"],
+                "synonyms": ["gown"],
+                "sources": ["fashionpedia"],
+            }
+        ],
+    }
+
+
+def write(tmp_path: Path, data: Any) -> Path:
+    path = tmp_path / "taxonomy.json"
+    path.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_minimal_file_loads(tmp_path: Path) -> None:
+    tax = load_taxonomy(write(tmp_path, minimal()))
+    assert tax.category_names() == ["dress"]
+    assert tax.normalize_value("neckline", "V-Neckline") == "v-neck"
+
+
+def _drop_version(d: dict[str, Any]) -> None:
+    del d["version"]
+
+
+def _bad_version(d: dict[str, Any]) -> None:
+    d["version"] = "v1"
+
+
+def _duplicate_value(d: dict[str, Any]) -> None:
+    d["groups"][0]["values"].append({"name": "v-neck"})
+
+
+def _duplicate_synonym(d: dict[str, Any]) -> None:
+    d["groups"][0]["values"][1]["synonyms"] = ["V-Neckline"]
+
+
+def _unapplied_group(d: dict[str, Any]) -> None:
+    d["groups"].append({"name": "heel_type", "sources": ["fashionpedia"], "values": [{"name": "wedge"}]})
+
+
+def _unknown_group(d: dict[str, Any]) -> None:
+    d["categories"][0]["groups"].append("mood")
+
+
+def _unknown_source(d: dict[str, Any]) -> None:
+    d["groups"][1]["sources"] = ["wikipedia"]
+
+
+def _comma_in_value(d: dict[str, Any]) -> None:
+    d["groups"][1]["values"].append({"name": "black, white"})
+
+
+def _word_in_two_groups(d: dict[str, Any]) -> None:
+    d["groups"][1]["values"].append({"name": "navy", "synonyms": ["v neckline"]})
+
+
+def _category_synonym_twice(d: dict[str, Any]) -> None:
+    d["categories"].append({**d["categories"][0], "name": "gown dress", "synonyms": ["gown"]})
+
+
+def _typo_field(d: dict[str, Any]) -> None:
+    d["groups"][1]["values"][0]["synonym"] = ["jet black"]
+
+
+def _reserved_not_visible(d: dict[str, Any]) -> None:
+    d["groups"][1]["values"].append({"name": "not visible"})
+
+
+@pytest.mark.parametrize(
+    ("edit", "entry", "fault"),
+    [
+        (_drop_version, "top level", "missing required field 'version'"),
+        (_bad_version, "version", "is not a YYYY.M.N version"),
+        (_duplicate_value, "group 'neckline' value 'v-neck'", "duplicates 'v-neck'"),
+        (_duplicate_synonym, "group 'neckline' value 'crew neck'", "duplicates 'v neckline'"),
+        (_unapplied_group, "group 'heel_type'", "applied to no category"),
+        (_unknown_group, "category 'dress'", "unknown group 'mood'"),
+        (_unknown_source, "group 'color'", "source 'wikipedia'"),
+        (_comma_in_value, "group 'color' values[1]", "without commas"),
+        (_word_in_two_groups, "category 'dress'", "'v neckline' means"),
+        (_category_synonym_twice, "category 'gown dress'", "already names category 'dress'"),
+        (_typo_field, "group 'color' values[0]", "unknown field(s) ['synonym']"),
+        (_reserved_not_visible, "group 'color' values[1]", "reserved"),
+    ],
+)
+def test_malformed_file_names_file_entry_and_fault(tmp_path: Path, edit: Any, entry: str, fault: str) -> None:
+    data = minimal()
+    edit(data)
+    path = write(tmp_path, data)
+    with pytest.raises(TaxonomyError) as caught:
+        load_taxonomy(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: ")
+    assert entry in message and fault in message, message
+
+
+def test_bad_json_names_file_and_position(tmp_path: Path) -> None:
+    path = write(tmp_path, '{"version": "2026.11.0",\n  "groups": [,]}')
+    with pytest.raises(TaxonomyError, match=r"taxonomy\.json: line 2 column 14: not valid JSON"):
+        load_taxonomy(path)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(TaxonomyError, match=r"nope\.json: file: not found"):
+        load_taxonomy(tmp_path / "nope.json")
+
+
+# -- CLI ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def taxonomy_app() -> typer.Typer:
+    app = typer.Typer()
+
+    @app.callback()
+    def main() -> None:
+        """A stand-in for the project's CLI, so that `taxonomy` is a sub-command."""
+
+    register(app)
+    return app
+
+
+def test_cli_json(taxonomy_app: typer.Typer, tax: Taxonomy) -> None:
+    result = CliRunner().invoke(taxonomy_app, ["taxonomy", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == tax.to_json()
+
+
+def test_cli_schema(taxonomy_app: typer.Typer, tax: Taxonomy) -> None:
+    result = CliRunner().invoke(taxonomy_app, ["taxonomy", "--schema", "dress"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == tax.json_schema("dress")
+
+
+def test_cli_unknown_category_exits_2(taxonomy_app: typer.Typer) -> None:
+    result = CliRunner().invoke(taxonomy_app, ["taxonomy", "--schema", "spacesuit"])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "'spacesuit'" in lines[0] and "dress" in lines[0]
+    result = CliRunner().invoke(taxonomy_app, ["taxonomy", "--schema", "Dresses"])
+    assert result.exit_code == 2 and "did you mean 'dress'?" in result.stderr
+
+
+def test_cli_tables_and_other_file(taxonomy_app: typer.Typer, tmp_path: Path) -> None:
+    result = CliRunner().invoke(taxonomy_app, ["taxonomy", "--file", str(write(tmp_path, minimal()))])
+    assert result.exit_code == 0, result.output
+    assert "2026.11.0" in result.stdout and "neckline" in result.stdout and "v-neck" in result.stdout
+
+
+def test_cli_bad_file_exits_1(taxonomy_app: typer.Typer, tmp_path: Path) -> None:
+    data = minimal()
+    _unknown_group(data)
+    result = CliRunner().invoke(taxonomy_app, ["taxonomy", "--file", str(write(tmp_path, data)), "--json"])
+    assert result.exit_code == 1
+    assert "unknown group 'mood'" in result.stderr

@@ -1,0 +1,507 @@
+"""Which rows a release holds: the assembly rules, as a pure function of lake tables.
+
+Rules (what a benchmark user relies on):
+- Only images with a `kept` dedup decision and an `ok` attribute annotation enter a release.
+- Every query has 1–4 gallery rows with its `item_ID`; a query without one is dropped and
+  recorded (`no_gallery`).
+- real_studio_flat: a query product (chosen by a seeded hash, share `query_share`) gives its
+  first usable photo as the query and its next photos (up to 4) as the gallery.
+- real_streetlook: one query row per annotated item crop of a look photo (`raw_image` is the
+  photo, rows of one photo share it); the gallery is the linked product's photos.
+- aigen_studio: a generated query; the gallery is the item's generated gallery images and, for
+  image-conditioned queries, the photos of the product it was conditioned on.
+- aigen_streetlook: one query per annotated crop of a generated street scene; the gallery is
+  the item's generated studio images.
+- noise: every other product with usable photos; a product shown by a look, conditioned on by
+  a generation, or chosen as a query product is never a distractor.
+- `bbox` is `[x0, y0, x1, y1]` in pixels of `raw_image`, x1/y1 exclusive; null = whole image.
+- Row order is stable (sorted by item_ID, then sha256), so the same lake gives the same files.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import io
+import json
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from PIL import Image
+
+from lookbench_live.schema.records import Annotation, Generation, Look, Product, product_key
+
+SUBSETS = ("real_studio_flat", "aigen_studio", "real_streetlook", "aigen_streetlook")
+NOISE = "noise"
+NOISE_CATEGORY = "noise data"
+PUBLISHED_COLUMNS = (
+    "image",
+    "raw_image",
+    "category",
+    "main_attribute",
+    "other_attributes",
+    "bbox",
+    "item_ID",
+    "task",
+    "difficulty",
+)
+IMAGE_STRUCT = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+KV = pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))
+TS = pa.timestamp("us", tz="UTC")
+RELEASE_SCHEMA = pa.schema(
+    [
+        ("image", IMAGE_STRUCT),
+        ("raw_image", IMAGE_STRUCT),
+        ("category", pa.string()),
+        ("main_attribute", pa.string()),
+        ("other_attributes", pa.string()),
+        ("bbox", pa.list_(pa.int32())),
+        ("item_ID", pa.string()),
+        ("task", pa.string()),
+        ("difficulty", pa.string()),
+        ("sha256", pa.string()),
+        ("raw_sha256", pa.string()),
+        ("first_seen_at", TS),
+        ("published_at", TS),
+        ("source", pa.string()),
+        ("source_url", pa.string()),
+        ("taxonomy_version", pa.string()),
+        ("annotation_model", pa.string()),
+        ("attributes", KV),
+        ("provenance", pa.string()),
+    ]
+)
+TASKS = {
+    "real_studio_flat": "studio_to_product",
+    "aigen_studio": "aigen_studio_to_product",
+    "real_streetlook": "street_crop_to_product",
+    "aigen_streetlook": "aigen_street_crop_to_product",
+    NOISE: "distractor",
+}
+CROP_QUALITY = 95  # fixed, so crops (and so the files) are byte-identical across rebuilds
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """Items whose `first_seen_at` lies in [start, end) — closed start, open end."""
+
+    start: dt.datetime | None = None
+    end: dt.datetime | None = None
+
+    def contains(self, moment: dt.datetime) -> bool:
+        return (self.start is None or moment >= self.start) and (self.end is None or moment < self.end)
+
+    def as_json(self) -> dict[str, str | None]:
+        return {
+            "start": self.start.isoformat() if self.start else None,
+            "end": self.end.isoformat() if self.end else None,
+            "rule": "start <= first_seen_at < end",
+        }
+
+
+@dataclass(slots=True)
+class LakeView:
+    """The lake tables the builder reads, already filtered to usable rows."""
+
+    products: dict[str, Product]  # product key -> latest row
+    looks: dict[str, Look]  # source:look_id -> row
+    generations: dict[str, Generation]
+    owner_images: dict[tuple[str, str], list[dict[str, Any]]]  # (kind, owner) -> ok image rows by position
+    kept: set[str]
+    annotations: dict[tuple[str, str], Annotation]  # (sha256, bbox) -> chosen attributes annotation
+
+
+@dataclass(slots=True)
+class Assembly:
+    rows: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    dropped: list[tuple[str, str, str]] = field(default_factory=list)  # (item, reason, detail)
+    annotation_models: set[str] = field(default_factory=set)
+    annotation_sources: set[str] = field(default_factory=set)
+    generation_models: set[str] = field(default_factory=set)
+    tiny_generation: bool = False
+
+
+def choose_annotations(annotations: Iterable[Annotation]) -> dict[tuple[str, str], Annotation]:
+    """One attributes annotation per (image, crop): VLM over prior, then the newest."""
+    chosen: dict[tuple[str, str], Annotation] = {}
+    for ann in annotations:
+        if ann.task != "attributes" or ann.status != "ok" or not ann.category:
+            continue
+        key = (ann.sha256, ann.bbox)
+        rank = (ann.source == "vlm", ann.created_at, ann.taxonomy_version, ann.prompt_version, ann.model)
+        current = chosen.get(key)
+        if current is None or rank > (
+            current.source == "vlm",
+            current.created_at,
+            current.taxonomy_version,
+            current.prompt_version,
+            current.model,
+        ):
+            chosen[key] = ann
+    return chosen
+
+
+def _stable_share(seed: int, key: str) -> float:
+    digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def _ext(fmt: str | None) -> str:
+    return {"JPEG": "jpg", "PNG": "png", "WEBP": "webp", "GIF": "gif"}.get((fmt or "").upper(), "bin")
+
+
+def _crop(photo: bytes, bbox: tuple[int, int, int, int]) -> bytes:
+    with Image.open(io.BytesIO(photo)) as img:
+        img.load()
+        region = img.convert("RGB").crop(bbox)
+    out = io.BytesIO()
+    region.save(out, format="JPEG", quality=CROP_QUALITY, optimize=False)
+    return out.getvalue()
+
+
+def _parse_bbox(text: str) -> tuple[int, int, int, int]:
+    x0, y0, x1, y1 = (int(v) for v in text.split(","))
+    return x0, y0, x1, y1
+
+
+def _difficulty_crop(bbox: tuple[int, int, int, int], size: tuple[int, int]) -> str:
+    share = (bbox[2] - bbox[0]) * (bbox[3] - bbox[1]) / max(1, size[0] * size[1])
+    return "easy" if share >= 0.25 else "medium" if share >= 0.08 else "hard"
+
+
+def _difficulty_gallery(n_gallery: int) -> str:
+    return "easy" if n_gallery >= 3 else "medium" if n_gallery == 2 else "hard"
+
+
+class Assembler:
+    """Turns a `LakeView` into release rows; images are read through `load_image(sha256)`."""
+
+    def __init__(
+        self,
+        view: LakeView,
+        load_image: Callable[[str], bytes],
+        *,
+        window: Window,
+        query_share: float,
+        max_gallery: int,
+        seed: int,
+        taxonomy: Any,
+    ):
+        self.view = view
+        self.load_image = load_image
+        self.window = window
+        self.query_share = query_share
+        self.max_gallery = max_gallery
+        self.seed = seed
+        self.taxonomy = taxonomy
+        self.out = Assembly()
+
+    # ------------------------------------------------------------------ helpers
+    def usable_images(self, kind: str, owner: str) -> list[tuple[dict[str, Any], Annotation]]:
+        """Kept, annotated whole images of an owner, in page order, each sha once."""
+        seen: set[str] = set()
+        usable = []
+        for img in self.view.owner_images.get((kind, owner), []):
+            sha = img["sha256"]
+            ann = self.view.annotations.get((sha, ""))
+            if sha in seen or sha not in self.view.kept or ann is None:
+                continue
+            seen.add(sha)
+            usable.append((img, ann))
+        return usable
+
+    def _labels(self, ann: Annotation) -> dict[str, Any]:
+        self.out.annotation_models.add(ann.model)
+        self.out.annotation_sources.add(ann.source)
+        main = ann.main_attribute or ""
+        try:
+            main, other = self.taxonomy.published_columns(ann.category, dict(ann.attributes), main)
+        except Exception:
+            visible = [v for v in ann.attributes.values() if v and v != "not_visible" and v != main]
+            other = ", ".join(visible)
+        return {
+            "category": ann.category,
+            "main_attribute": main,
+            "other_attributes": other,
+            "taxonomy_version": ann.taxonomy_version,
+            "annotation_model": ann.model,
+            "attributes": [{"key": k, "value": v} for k, v in sorted(ann.attributes.items())],
+        }
+
+    def _row(
+        self,
+        *,
+        image: bytes,
+        image_sha: str,
+        image_ext: str,
+        raw: bytes | None,
+        raw_sha: str,
+        raw_ext: str,
+        bbox: tuple[int, int, int, int] | None,
+        ann: Annotation,
+        item: str,
+        subset: str,
+        difficulty: str,
+        first_seen_at: dt.datetime,
+        published_at: dt.datetime | None,
+        source: str,
+        source_url: str,
+        provenance: dict[str, Any],
+    ) -> dict[str, Any]:
+        row = {
+            "image": {"bytes": image, "path": f"{image_sha}.{image_ext}"},
+            "raw_image": {"bytes": raw if raw is not None else image, "path": f"{raw_sha}.{raw_ext}"},
+            "bbox": list(bbox) if bbox else None,
+            "item_ID": item,
+            "task": TASKS.get(subset, ""),
+            "difficulty": difficulty,
+            "sha256": image_sha,
+            "raw_sha256": raw_sha,
+            "first_seen_at": first_seen_at,
+            "published_at": published_at,
+            "source": source,
+            "source_url": source_url,
+            "provenance": json.dumps(provenance, sort_keys=True, separators=(",", ":"), default=str),
+        }
+        row.update(self._labels(ann))
+        return row
+
+    def whole_image_row(
+        self, img: dict[str, Any], ann: Annotation, *, item: str, subset: str, difficulty: str, provenance: dict
+    ) -> dict[str, Any]:
+        data = self.load_image(img["sha256"])
+        return self._row(
+            image=data,
+            image_sha=img["sha256"],
+            image_ext=_ext(img["format"]),
+            raw=None,
+            raw_sha=img["sha256"],
+            raw_ext=_ext(img["format"]),
+            bbox=None,
+            ann=ann,
+            item=item,
+            subset=subset,
+            difficulty=difficulty,
+            first_seen_at=img["first_seen_at"],
+            published_at=img["published_at"],
+            source=img["source"],
+            source_url=img["source_url"],
+            provenance=provenance,
+        )
+
+    def product_gallery(self, key: str, *, skip: set[str] = frozenset()) -> list[dict[str, Any]]:
+        rows = []
+        for img, ann in self.usable_images("product", key):
+            if img["sha256"] in skip:
+                continue
+            rows.append((img, ann))
+        product = self.view.products.get(key)
+        prov = {"kind": "product", "product_url": product.url if product else None}
+        return [
+            self.whole_image_row(img, ann, item=key, subset="", difficulty="", provenance=prov)
+            for img, ann in rows[: self.max_gallery]
+        ]
+
+    def emit(self, subset: str, query_rows: list[dict[str, Any]], gallery: list[dict[str, Any]], item: str) -> None:
+        if not query_rows:
+            return
+        if not gallery:
+            self.out.dropped.append((item, "no_gallery", f"{subset}: no usable gallery image for {item}"))
+            return
+        for row in gallery:
+            row["task"] = TASKS[subset]
+            row["difficulty"] = _difficulty_gallery(len(gallery))
+        self.out.rows[(subset, "query")].extend(query_rows)
+        self.out.rows[(subset, "gallery")].extend(gallery)
+
+    # ------------------------------------------------------------------ subsets
+    def build(self) -> Assembly:
+        reserved = self.reserved_products()
+        query_products = self.real_studio_flat(reserved)
+        self.real_streetlook()
+        self.aigen()
+        self.noise(reserved | query_products)
+        return self.out
+
+    def reserved_products(self) -> set[str]:
+        reserved: set[str] = set()
+        for look in self.view.looks.values():
+            reserved.update(ref for ref in look.product_refs if ":" in ref)
+        for gen in self.view.generations.values():
+            if gen.conditioned_on:
+                reserved.add(gen.conditioned_on)
+        return reserved
+
+    def real_studio_flat(self, reserved: set[str]) -> set[str]:
+        chosen: set[str] = set()
+        for key in sorted(self.view.products):
+            product = self.view.products[key]
+            if not self.window.contains(product.first_seen_at):
+                continue
+            usable = self.usable_images("product", key)
+            if len(usable) < 2 or key in reserved or _stable_share(self.seed, key) >= self.query_share:
+                continue
+            chosen.add(key)
+            img, ann = usable[0]
+            prov = {"kind": "product", "product_url": product.url, "platform": product.platform}
+            gallery = self.product_gallery(key, skip={img["sha256"]})
+            query = self.whole_image_row(
+                img, ann, item=key, subset="real_studio_flat", difficulty=_difficulty_gallery(len(gallery)),
+                provenance=prov,
+            )
+            self.emit("real_studio_flat", [query], gallery, key)
+        return chosen
+
+    def crops(self, sha: str, owner_kind: str, owner: str) -> list[tuple[tuple[int, int, int, int], Annotation]]:
+        found = []
+        for (ann_sha, bbox), ann in self.view.annotations.items():
+            if ann_sha == sha and bbox and ann.item_ref:
+                found.append((_parse_bbox(bbox), ann))
+        if not found:
+            self.out.dropped.append((f"{owner_kind}:{owner}", "no_crops", f"photo {sha} has no annotated item crop"))
+        return sorted(found, key=lambda pair: (pair[1].item_ref or "", pair[0]))
+
+    def crop_rows(
+        self, img: dict[str, Any], subset: str, provenance: dict[str, Any], owner_kind: str, owner: str
+    ) -> list[tuple[str, dict[str, Any]]]:
+        photo = self.load_image(img["sha256"])
+        rows = []
+        for bbox, ann in self.crops(img["sha256"], owner_kind, owner):
+            w, h = img["width"], img["height"]
+            if not (0 <= bbox[0] < bbox[2] <= w and 0 <= bbox[1] < bbox[3] <= h):
+                self.out.dropped.append((f"{owner}:{bbox}", "bbox_outside_image", f"{bbox} not inside {w}x{h}"))
+                continue
+            crop = _crop(photo, bbox)
+            crop_sha = hashlib.sha256(crop).hexdigest()
+            row = self._row(
+                image=crop,
+                image_sha=crop_sha,
+                image_ext="jpg",
+                raw=photo,
+                raw_sha=img["sha256"],
+                raw_ext=_ext(img["format"]),
+                bbox=bbox,
+                ann=ann,
+                item=ann.item_ref or "",
+                subset=subset,
+                difficulty=_difficulty_crop(bbox, (w, h)),
+                first_seen_at=img["first_seen_at"],
+                published_at=img["published_at"],
+                source=img["source"],
+                source_url=img["source_url"],
+                provenance=provenance,
+            )
+            rows.append((ann.item_ref or "", row))
+        return rows
+
+    def real_streetlook(self) -> None:
+        for key in sorted(self.view.looks):
+            look = self.view.looks[key]
+            if not self.window.contains(look.first_seen_at):
+                continue
+            for img in self.view.owner_images.get(("look", key), []):
+                if img["sha256"] not in self.view.kept:
+                    continue
+                prov = {"kind": "look", "look_url": look.url}
+                for item, row in self.crop_rows(img, "real_streetlook", prov, "look", key):
+                    self.emit("real_streetlook", [row], self.product_gallery(item), item)
+
+    def aigen(self) -> None:
+        gallery_by_item: dict[tuple[str, str], list[tuple[dict[str, Any], Annotation, Generation]]] = defaultdict(
+            list
+        )
+        queries: list[Generation] = []
+        for gen_id in sorted(self.view.generations):
+            gen = self.view.generations[gen_id]
+            if gen.status != "ok" or not self.window.contains(gen.first_seen_at):
+                continue
+            self.out.generation_models.add(gen.model)
+            self.out.tiny_generation |= gen.model_is_tiny_local
+            if gen.role == "query":
+                queries.append(gen)
+                continue
+            for img, ann in self.usable_images("generation", gen_id):
+                gallery_by_item[(gen.subset, gen.item_ids[0])].append((img, ann, gen))
+        for gen in queries:
+            prov = _generation_provenance(gen)
+            if gen.subset == "aigen_studio":
+                for img, ann in self.usable_images("generation", gen.generation_id):
+                    item = gen.item_ids[0]
+                    gallery = self._aigen_gallery(gen.subset, item, gallery_by_item)
+                    query = self.whole_image_row(
+                        img, ann, item=item, subset="aigen_studio",
+                        difficulty=_difficulty_gallery(len(gallery)), provenance=prov,
+                    )
+                    self.emit("aigen_studio", [query], gallery, item)
+            else:
+                for img in self.view.owner_images.get(("generation", gen.generation_id), []):
+                    if img["sha256"] not in self.view.kept:
+                        continue
+                    for item, row in self.crop_rows(img, "aigen_streetlook", prov, "generation", gen.generation_id):
+                        gallery = self._aigen_gallery(gen.subset, item, gallery_by_item)
+                        self.emit("aigen_streetlook", [row], gallery, item)
+
+    def _aigen_gallery(
+        self, subset: str, item: str, gallery_by_item: dict[tuple[str, str], list[tuple[dict, Annotation, Generation]]]
+    ) -> list[dict[str, Any]]:
+        rows = [
+            self.whole_image_row(img, ann, item=item, subset=subset, difficulty="", provenance=_generation_provenance(g))
+            for img, ann, g in gallery_by_item.get((subset, item), [])
+        ]
+        if item in self.view.products:
+            rows.extend(self.product_gallery(item))
+        return rows[: self.max_gallery]
+
+    def noise(self, excluded: set[str]) -> None:
+        for key in sorted(self.view.products):
+            product = self.view.products[key]
+            if key in excluded or not self.window.contains(product.first_seen_at):
+                continue
+            for img, ann in self.usable_images("product", key):
+                row = self.whole_image_row(
+                    img, ann, item=key, subset=NOISE, difficulty="",
+                    provenance={"kind": "product", "product_url": product.url, "true_category": ann.category},
+                )
+                # The published noise gallery labels distractors "noise data": they never count as hits.
+                row.update(category=NOISE_CATEGORY, main_attribute="", other_attributes="", task=TASKS[NOISE])
+                self.out.rows[(NOISE, "gallery")].append(row)
+
+
+def _generation_provenance(gen: Generation) -> dict[str, Any]:
+    return {
+        "kind": "generation",
+        "generation_id": gen.generation_id,
+        "model": gen.model,
+        "model_is_tiny_local": gen.model_is_tiny_local,
+        "pipeline_class": gen.pipeline_class,
+        "prompt": gen.prompt,
+        "negative_prompt": gen.negative_prompt,
+        "template_version": gen.template_version,
+        "seed": gen.seed,
+        "steps": gen.steps,
+        "guidance": gen.guidance,
+        "size": [gen.width, gen.height],
+        "scheduler": gen.scheduler,
+        "conditioned_on": gen.conditioned_on,
+        "strength": gen.strength,
+    }
+
+
+def to_table(rows: list[dict[str, Any]]) -> pa.Table:
+    """Rows in a stable order as a table with exactly the release schema."""
+    ordered = sorted(rows, key=lambda r: (r["item_ID"], r["raw_sha256"], r["bbox"] or [], r["sha256"]))
+    unique = []
+    seen: set[tuple[str, str]] = set()
+    for row in ordered:
+        key = (row["item_ID"], row["sha256"])
+        if key not in seen:  # one image of one item once per file
+            seen.add(key)
+            unique.append(row)
+    return pa.Table.from_pylist(unique, schema=RELEASE_SCHEMA)
+
+
+def product_view_key(product: Product) -> str:
+    return product_key(product.source, product.product_id)

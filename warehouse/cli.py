@@ -1,0 +1,155 @@
+"""`lookbench-live release build|verify|list` and `lookbench-live query`."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+release_app = typer.Typer(
+    help="Build, verify and list dated releases.\n\nExamples:\n\n"
+    "  lookbench-live release build --version v20261201 --window 2026-11-01..2026-12-01\n\n"
+    "  lookbench-live release verify latest\n\n  lookbench-live release list",
+    no_args_is_help=True,
+)
+
+HomeOption = Annotated[str | None, typer.Option("--home", help="Lake root (default $LOOKBENCH_HOME or ./lookbench-data).")]
+ConfigOption = Annotated[str | None, typer.Option("--config", help="TOML configuration file.")]
+
+
+def parse_window(text: str | None) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """`START..END` (ISO dates or datetimes, UTC); either side may be empty."""
+    if not text:
+        return None, None
+    if ".." not in text:
+        raise typer.BadParameter(f"window {text!r} must look like 2026-11-01..2026-12-01")
+    start_text, end_text = text.split("..", 1)
+
+    def parse(value: str) -> dt.datetime | None:
+        if not value:
+            return None
+        try:
+            moment = dt.datetime.fromisoformat(value)
+        except ValueError as exc:
+            raise typer.BadParameter(f"{value!r} is not an ISO date") from exc
+        return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+
+    return parse(start_text), parse(end_text)
+
+
+@release_app.command("build")
+def build(
+    version: Annotated[str | None, typer.Option(help="vYYYYMMDD (default: today, UTC).")] = None,
+    window: Annotated[str | None, typer.Option(help="START..END on first_seen_at, start inclusive.")] = None,
+    replace: Annotated[bool, typer.Option(help="Rebuild an existing version.")] = False,
+    home: HomeOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Assemble a release from the lake's kept, annotated items, verify it and commit it atomically."""
+    from lookbench_live.config import load_settings
+    from lookbench_live.warehouse.assemble import Window
+    from lookbench_live.warehouse.lake import Lake
+    from lookbench_live.warehouse.release import build_release
+
+    settings = load_settings(config)
+    lake = Lake(home or settings.lake.home)
+    start, end = parse_window(window)
+    with lake.writer_lock():
+        result = build_release(
+            lake,
+            version=version,
+            window=Window(start, end),
+            replace=replace,
+            query_share=settings.release.query_share,
+            max_gallery=settings.release.max_gallery_per_item,
+            seed=settings.release.seed,
+        )
+    total = sum(result.rows.values())
+    typer.echo(f"release {result.version}: {total} rows at {result.path}")
+    for rel, rows in result.rows.items():
+        typer.echo(f"  {rel:36} {rows:>7}")
+
+
+@release_app.command("verify")
+def verify(
+    version: Annotated[str, typer.Argument(help="vYYYYMMDD or latest.")] = "latest",
+    home: HomeOption = None,
+) -> None:
+    """Recompute every checksum and row count; name each missing, extra or altered file."""
+    from lookbench_live.warehouse.lake import Lake
+    from lookbench_live.warehouse.release import resolve_version, verify_release
+
+    lake = Lake(home)
+    resolved = resolve_version(lake, version) if version == "latest" else version
+    problems = verify_release(lake, resolved)
+    if problems:
+        for problem in problems:
+            typer.echo(f"release {resolved}: {problem}", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"release {resolved}: every file matches its manifest")
+
+
+@release_app.command("list")
+def list_releases(home: HomeOption = None) -> None:
+    """Committed releases, oldest first, with row counts; `*` marks latest."""
+    from lookbench_live.warehouse.lake import Lake
+    from lookbench_live.warehouse.release import ReleaseError, committed_versions, read_manifest, resolve_version
+
+    lake = Lake(home)
+    try:
+        latest = resolve_version(lake, "latest")
+    except ReleaseError:
+        latest = None
+    for version in committed_versions(lake):
+        rows = sum(read_manifest(lake, version).get("rows", {}).values())
+        typer.echo(f"{'*' if version == latest else ' '} {version}  {rows} rows")
+
+
+def query(
+    sql: Annotated[str, typer.Argument(help="A read-only SQL statement.")],
+    format: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    home: HomeOption = None,
+) -> None:
+    """Run read-only SQL over every lake table and release (DuckDB).
+
+    Examples:
+
+      lookbench-live query "SELECT reason, count(*) FROM rejections GROUP BY ALL"
+
+      lookbench-live query "SELECT version, subset, count(*) FROM releases WHERE split='query' GROUP BY ALL" --format csv
+    """
+    from lookbench_live.warehouse.lake import Lake
+    from lookbench_live.warehouse.query import run_query
+
+    if format not in ("table", "csv", "json"):
+        raise typer.BadParameter("--format must be table, csv or json")
+    table = run_query(Lake(home), sql)
+    # Image bytes are never printed.
+    rows = [
+        {k: (f"<{len(v)} bytes>" if isinstance(v, bytes) else v) for k, v in row.items()} for row in table.to_pylist()
+    ]
+    if format == "json":
+        for row in rows:
+            typer.echo(json.dumps(row, default=str, ensure_ascii=False))
+    elif format == "csv":
+        import csv
+
+        writer = csv.DictWriter(sys.stdout, fieldnames=table.column_names)
+        writer.writeheader()
+        writer.writerows(rows)
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        out = Table(*table.column_names)
+        for row in rows:
+            out.add_row(*(str(v) for v in row.values()))
+        Console().print(out)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(release_app, name="release")
+    app.command("query")(query)

@@ -1,0 +1,388 @@
+"""Build, commit, resolve and verify releases.
+
+A release is `releases/vYYYYMMDD/` under the lake root, and it exists only if its
+`manifest.json` exists: readers never trust a directory listing. Publishing follows
+the Delta/Iceberg rule:
+- local lakes: everything is written to `releases/.staging-<version>-<id>/`, verified,
+  then renamed into place in one step; `releases/LATEST` moves last;
+- object stores (no rename): data files first, `manifest.json` last as the commit point.
+
+A killed build leaves only a staging folder, which the next build deletes. Building into
+an existing version refuses unless `replace=True`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from lookbench_live import __version__
+from lookbench_live.schema.records import Annotation, Generation, Look, Product, Rejection, product_key
+from lookbench_live.warehouse.assemble import (
+    NOISE,
+    SUBSETS,
+    Assembler,
+    LakeView,
+    Window,
+    choose_annotations,
+    to_table,
+)
+from lookbench_live.warehouse.card import croissant_json, dataset_card
+from lookbench_live.warehouse.lake import Lake, atomic_write_bytes, parquet_bytes
+
+MANIFEST = "manifest.json"
+LATEST = "LATEST"
+FILES = tuple(f"{s}/{split}.parquet" for s in SUBSETS for split in ("query", "gallery")) + (f"{NOISE}/gallery.parquet",)
+
+
+class ReleaseError(RuntimeError):
+    """A release cannot be built, found or verified; the message names the version or file."""
+
+
+@dataclass(slots=True)
+class BuildResult:
+    version: str
+    path: str
+    rows: dict[str, int]
+    dropped: dict[str, int]
+    published_latest: bool
+    latest_reason: str
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------- naming
+def version_for(day: dt.date) -> str:
+    return f"v{day:%Y%m%d}"
+
+
+def check_version(version: str) -> str:
+    try:
+        dt.datetime.strptime(version, "v%Y%m%d")
+    except ValueError as exc:
+        raise ReleaseError(f"release version {version!r} is not of the form vYYYYMMDD") from exc
+    return version
+
+
+def releases_root(lake: Lake) -> str:
+    return lake.path("releases")
+
+
+def release_dir(lake: Lake, version: str) -> str:
+    return lake.path("releases", check_version(version))
+
+
+def committed_versions(lake: Lake) -> list[str]:
+    """Versions whose manifest exists, oldest first."""
+    root = releases_root(lake)
+    if not lake.fs.exists(root):
+        return []
+    found = []
+    for path in lake.fs.ls(root, detail=False):
+        name = os.path.basename(path.rstrip("/"))
+        if name.startswith("v") and lake.fs.exists(f"{path.rstrip('/')}/{MANIFEST}"):
+            try:
+                found.append(check_version(name))
+            except ReleaseError:
+                continue
+    return sorted(found)
+
+
+def resolve_version(lake: Lake, version: str) -> str:
+    """`latest` through the LATEST pointer; a named version must be committed."""
+    if version == "latest":
+        pointer = lake.path("releases", LATEST)
+        if not lake.fs.exists(pointer):
+            raise ReleaseError(f"no release is published as latest in {lake.home}; build one first")
+        version = json.loads(lake.fs.cat_file(pointer))["version"]
+    if not lake.fs.exists(f"{release_dir(lake, version)}/{MANIFEST}"):
+        raise ReleaseError(f"release {version} does not exist in {lake.home} (no {MANIFEST})")
+    return version
+
+
+def read_manifest(lake: Lake, version: str) -> dict[str, Any]:
+    path = f"{release_dir(lake, version)}/{MANIFEST}"
+    try:
+        manifest: dict[str, Any] = json.loads(lake.fs.cat_file(path))
+    except FileNotFoundError as exc:
+        raise ReleaseError(f"release {version}: {MANIFEST} is missing") from exc
+    return manifest
+
+
+def released_sha256s(lake: Lake, *, before: str | None = None) -> dict[str, str]:
+    """sha256 of every image (rows' `image` and their `raw_image`) in committed releases -> version.
+
+    `before` limits to versions strictly older than it. The earliest version wins.
+    """
+    found: dict[str, str] = {}
+    for version in committed_versions(lake):
+        if before is not None and version >= before:
+            continue
+        base = release_dir(lake, version)
+        for rel in read_manifest(lake, version).get("files", {}):
+            if not rel.endswith(".parquet"):
+                continue
+            with lake.fs.open(f"{base}/{rel}", "rb") as handle:
+                table = pq.read_table(handle, columns=["sha256", "raw_sha256"])
+            for column in ("sha256", "raw_sha256"):
+                for sha in table.column(column).to_pylist():
+                    if sha:
+                        found.setdefault(sha, version)
+    return found
+
+
+# ---------------------------------------------------------------------- reading the lake
+def lake_view(lake: Lake) -> LakeView:
+    products: dict[str, Product] = {}
+    for product in lake.records("products"):
+        assert isinstance(product, Product)
+        key = product_key(product.source, product.product_id)
+        current = products.get(key)
+        # the newest content of a product; its first_seen_at is the product's, kept by the crawler
+        if current is None or (product.created_at, product.content_hash) > (current.created_at, current.content_hash):
+            products[key] = product
+    looks: dict[str, Look] = {}
+    for look in lake.records("looks"):
+        assert isinstance(look, Look)
+        looks[f"{look.source}:{look.look_id}"] = look
+    generations: dict[str, Generation] = {}
+    for gen in lake.records("generations"):
+        assert isinstance(gen, Generation)
+        generations[gen.generation_id] = gen
+    owner_images: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    images = lake.read("images").to_pylist()
+    for row in sorted(images, key=lambda r: (r["owner_kind"], r["owner_id"], r["position"], r["source_url"])):
+        if row["status"] == "ok" and row["sha256"]:
+            owner_images.setdefault((row["owner_kind"], row["owner_id"]), []).append(row)
+    kept = {
+        row["sha256"]
+        for row in lake.read("dedup_decisions", columns=["sha256", "decision"]).to_pylist()
+        if row["decision"] == "kept"
+    }
+    annotations = choose_annotations(a for a in lake.records("annotations") if isinstance(a, Annotation))
+    return LakeView(products, looks, generations, owner_images, kept, annotations)
+
+
+# ---------------------------------------------------------------------- building
+def _sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def reconcile_releases(lake: Lake) -> list[str]:
+    """Remove staging folders of killed builds; restore a release a killed `replace` had moved aside."""
+    root = releases_root(lake)
+    if not lake.fs.exists(root):
+        return []
+    actions = []
+    for path in lake.fs.ls(root, detail=False):
+        name = os.path.basename(path.rstrip("/"))
+        if name.startswith(".staging-"):
+            lake.fs.rm(path, recursive=True)
+            actions.append(f"removed {name}")
+        elif name.startswith(".trash-"):
+            version = name.split("-")[1]
+            target = release_dir(lake, version)
+            if not lake.fs.exists(f"{target}/{MANIFEST}"):
+                if lake.fs.exists(target):
+                    lake.fs.rm(target, recursive=True)
+                lake.fs.mv(path, target, recursive=True)
+                actions.append(f"restored {version}")
+            else:
+                lake.fs.rm(path, recursive=True)
+                actions.append(f"removed {name}")
+    return actions
+
+
+def build_release(
+    lake: Lake,
+    *,
+    version: str | None = None,
+    window: Window = Window(),
+    replace: bool = False,
+    query_share: float = 0.5,
+    max_gallery: int = 4,
+    seed: int = 0,
+    taxonomy: Any = None,
+    run_id: str = "manual",
+    before_commit: Callable[[str], dict[str, Any]] | None = None,
+    extra_manifest: dict[str, Any] | None = None,
+    publish_latest: bool = True,
+    latest_reason: str = "",
+) -> BuildResult:
+    """Assemble, write, verify and atomically commit a release of the lake's current content.
+
+    `before_commit(staging_path)` may add files (the report) to the staging folder and
+    return manifest entries (audit, evaluation); it runs before checksums are taken.
+    `publish_latest=False` builds the release without moving `LATEST` (a failed audit gate).
+    """
+    if taxonomy is None:
+        from lookbench_live.schema.taxonomy import default_taxonomy
+
+        taxonomy = default_taxonomy()
+    version = check_version(version or version_for(dt.datetime.now(dt.UTC).date()))
+    reconcile_releases(lake)
+    target = release_dir(lake, version)
+    exists = lake.fs.exists(f"{target}/{MANIFEST}")
+    if exists and not replace:
+        raise ReleaseError(f"release {version} already exists in {lake.home}; pass --replace to rebuild it")
+
+    view = lake_view(lake)
+    assembly = Assembler(
+        view,
+        lake.get_image,
+        window=window,
+        query_share=query_share,
+        max_gallery=max_gallery,
+        seed=seed,
+        taxonomy=taxonomy,
+    ).build()
+    tables = {rel: to_table(assembly.rows.get(tuple(rel[:-8].split("/")), [])) for rel in FILES}  # type: ignore[arg-type]
+    if sum(t.num_rows for t in tables.values()) == 0:
+        raise ReleaseError(
+            f"nothing to release in {lake.home} for window {window.as_json()}: no kept, annotated image"
+        )
+    dropped: dict[str, int] = {}
+    for _item, reason, _detail in assembly.dropped:
+        dropped[reason] = dropped.get(reason, 0) + 1
+    lake.append(
+        Rejection(stage="release", item=item, reason=reason, detail=detail, run_id=run_id)
+        for item, reason, detail in assembly.dropped
+    )
+
+    staging = lake.path("releases", f".staging-{version}-{uuid.uuid4().hex[:12]}") if lake.local else target
+    if not lake.local and lake.fs.exists(target):
+        lake.fs.rm(target, recursive=True)
+    files: dict[str, dict[str, Any]] = {}
+
+    def put(rel: str, data: bytes, rows: int | None = None) -> None:
+        atomic_write_bytes(lake.fs, f"{staging}/{rel}", data)
+        files[rel] = {"sha256": _sha256_bytes(data), "size": len(data), **({"rows": rows} if rows is not None else {})}
+
+    for rel, table in tables.items():
+        put(rel, parquet_bytes(table), table.num_rows)
+    counts = {rel: files[rel]["rows"] for rel in FILES}
+    info = {
+        "version": version,
+        "window": window.as_json(),
+        "taxonomy_version": getattr(taxonomy, "version", None),
+        "annotation_models": sorted(assembly.annotation_models),
+        "annotation_sources": sorted(assembly.annotation_sources),
+        "generation_models": sorted(assembly.generation_models),
+        "generation_tiny_local": assembly.tiny_generation,
+        "rows": counts,
+    }
+    put("README.md", dataset_card(info).encode())
+    put("croissant.json", croissant_json(info, files).encode())
+    extra: dict[str, Any] = dict(extra_manifest or {})
+    if before_commit is not None:
+        extra.update(before_commit(staging) or {})
+        gate = extra.get("gate")
+        if isinstance(gate, dict) and gate.get("passed") is False:
+            # Built and kept, but not published as latest: the audit said the labels are not good enough.
+            publish_latest = False
+            latest_reason = str(gate.get("reason", "release gate failed"))
+        for rel in _list_files(lake, staging):
+            if rel not in files and rel != MANIFEST:
+                data = lake.fs.cat_file(f"{staging}/{rel}")
+                put(rel, data)
+    manifest = {
+        **info,
+        "created_at": dt.datetime.now(dt.UTC).isoformat(),
+        "code_version": __version__,
+        "annotation_mode": "vlm" if "vlm" in assembly.annotation_sources else "metadata_prior",
+        "dropped_by_reason": dropped,
+        "files": dict(sorted(files.items())),
+        **extra,
+    }
+    atomic_write_bytes(lake.fs, f"{staging}/{MANIFEST}", json.dumps(manifest, indent=2, sort_keys=True).encode())
+    problems = verify_path(lake, staging)
+    if problems:
+        raise ReleaseError(f"release {version} failed verification before commit: {problems[0]}")
+    if lake.local:
+        _commit_local(lake, staging, target, version, exists)
+    if publish_latest:
+        atomic_write_bytes(lake.fs, lake.path("releases", LATEST), json.dumps({"version": version}).encode())
+    return BuildResult(
+        version=version,
+        path=lake.url("releases", version),
+        rows=counts,
+        dropped=dropped,
+        published_latest=publish_latest,
+        latest_reason=latest_reason,
+        manifest=manifest,
+    )
+
+
+def _commit_local(lake: Lake, staging: str, target: str, version: str, exists: bool) -> None:
+    trash = None
+    if exists or os.path.exists(target):
+        trash = lake.path("releases", f".trash-{version}-{uuid.uuid4().hex[:12]}")
+        os.replace(target, trash)
+    os.replace(staging, target)
+    fd = os.open(os.path.dirname(target), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if trash:
+        shutil.rmtree(trash, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------- verification
+def _list_files(lake: Lake, base: str) -> list[str]:
+    base = base.rstrip("/")
+    if not lake.fs.exists(base):
+        return []
+    return sorted(p[len(base) + 1 :] for p in lake.fs.find(base) if not os.path.basename(p).startswith(".tmp-"))
+
+
+def verify_path(lake: Lake, base: str) -> list[str]:
+    """Every fault of the release folder at `base`, as sentences naming the file; [] if sound.
+
+    Fails closed: a missing manifest, a missing, extra or altered file, and a row count
+    that disagrees with the Parquet footer are each a fault.
+    """
+    problems: list[str] = []
+    try:
+        manifest = json.loads(lake.fs.cat_file(f"{base}/{MANIFEST}"))
+    except FileNotFoundError:
+        return [f"{MANIFEST} is missing"]
+    except json.JSONDecodeError as exc:
+        return [f"{MANIFEST} is not valid JSON ({exc})"]
+    listed: dict[str, dict[str, Any]] = manifest.get("files") or {}
+    if not listed:
+        problems.append(f"{MANIFEST} lists no files")
+    present = set(_list_files(lake, base)) - {MANIFEST}
+    for rel in sorted(set(listed) - present):
+        problems.append(f"{rel} is listed in {MANIFEST} but missing")
+    for rel in sorted(present - set(listed)):
+        problems.append(f"{rel} is not listed in {MANIFEST} (extra file)")
+    for rel in sorted(set(listed) & present):
+        data = lake.fs.cat_file(f"{base}/{rel}")
+        entry = listed[rel]
+        if len(data) != entry.get("size") or _sha256_bytes(data) != entry.get("sha256"):
+            problems.append(f"{rel} was altered (sha256 or size differs from {MANIFEST})")
+            continue
+        if rel.endswith(".parquet"):
+            import io
+
+            rows = pq.ParquetFile(io.BytesIO(data)).metadata.num_rows
+            if rows != entry.get("rows"):
+                problems.append(f"{rel} has {rows} rows but {MANIFEST} says {entry.get('rows')}")
+    return problems
+
+
+def verify_release(lake: Lake, version: str) -> list[str]:
+    version = resolve_version(lake, version) if version == "latest" else check_version(version)
+    base = release_dir(lake, version)
+    if not lake.fs.exists(base):
+        return [f"release {version} does not exist in {lake.home}"]
+    return verify_path(lake, base)
