@@ -21,6 +21,14 @@ def _prepare(config: str | None) -> Any:
     return settings
 
 
+def _check_lake_free(home: str | None, settings: Any) -> None:
+    """Fail before Prefect starts when another flow holds the lake (the flow checks again under the lock)."""
+    from lookbench_live.warehouse.lake import Lake
+
+    with Lake(home or settings.lake.home).writer_lock("flow"):
+        pass
+
+
 def _report(summary: dict[str, Any]) -> None:
     typer.echo(summary["markdown"])
     release = summary.get("release")
@@ -52,6 +60,7 @@ def refresh(
       lookbench-live refresh --config lookbench.toml --as-of 2026-12-01
     """
     settings = _prepare(config)
+    _check_lake_free(home, settings)
     from lookbench_live.flows.refresh import refresh_flow, with_runner
 
     summary = with_runner(settings, refresh_flow)(
@@ -78,6 +87,7 @@ def backfill(
       lookbench-live backfill --start 2026-10-01 --end 2026-11-01 --stages annotate --stages release --replace
     """
     settings = _prepare(config)
+    _check_lake_free(home, settings)
     from lookbench_live.flows.refresh import backfill_flow, with_runner
 
     summary = with_runner(settings, backfill_flow)(

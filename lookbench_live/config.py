@@ -87,15 +87,22 @@ class IngestSettings(Section):
     obey_robots: bool = True
     robots_timeout: float = Field(default=10.0, gt=0)
     robots_error_ttl: float = Field(default=600.0, ge=0)  # how long a failed robots.txt disallows a host
-    workers: int = Field(default=1, ge=1, le=64)  # >1: fetch and decode in that many worker processes
-    shard_size: int = Field(default=512, ge=1)  # URLs per unit of work and per lake commit
+    workers: int = Field(default=2, ge=0, le=64)  # decode processes (crash isolation); 0: threads here
+    shard_size: int = Field(default=512, ge=1)  # outcomes per lake commit
 
 
 class DedupSettings(Section):
-    radius: int = Field(default=8, ge=0, le=32)
+    radius: int = Field(default=4, ge=0, le=32)  # pHash bits; chosen from the curve in docs/dedup.md
+    # Two images of one owner (a product's photos) also need their 256-bit pHashes within this
+    # many bits: copies are, distinct near-identical views (front/back) mostly are not.
+    same_owner_fine_radius: int = Field(default=6, ge=0, le=128)
     known_dataset_hashes: list[str] = Field(default_factory=list)  # Parquet files from `lookbench-live hash`
+    opt_out_sources: list[str] = Field(default_factory=list)  # site names whose images are never released
+    opt_out_owners: list[str] = Field(default_factory=list)  # owner ids (product keys, source:look_id, …)
+    opt_out_sha256: list[str] = Field(default_factory=list)
     embedding_model: str | None = None  # optional second stage; off by default
     embedding_threshold: float = Field(default=0.95, gt=0, le=1)
+    embedding_batch_size: int = Field(default=16, ge=1)
 
 
 class GenerationSettings(Section):
@@ -118,6 +125,7 @@ class GenerationSettings(Section):
     strength: float = Field(default=0.6, gt=0, le=1)  # img2img: how far from the product photo
     attributes_per_item: int = Field(default=3, ge=1, le=12)  # attribute values named per garment
     templates: str | None = None  # prompt templates JSON; None: the packaged generation/templates.json
+    cpu_threads: int | None = Field(default=None, ge=1)  # torch CPU threads, None: 1 (bits depend on it)
 
 
 class AnnotationSettings(Section):

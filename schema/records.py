@@ -270,6 +270,7 @@ class Generation(Record):
     batch_id: str | None = None  # sha256 of the batch's generation_ids: bit-identity holds per batch
     batch_position: int | None = None
     seconds: float | None = None  # wall time of the batch, divided by its size
+    cpu_threads: int | None = None  # torch threads when device is cpu (CPU results depend on it)
 
 
 class DedupDecision(Record):
@@ -286,6 +287,13 @@ class DedupDecision(Record):
     matched_ref: str | None = None  # e.g. the known-dataset path or the earlier release
     distance: int | None = None
     run_id: str
+    # The owner the image belongs to in a release; every other owner of the same bytes is an
+    # exact duplicate ("kind:id" in `duplicate_owners`) and must not publish it.
+    canonical_owner_kind: str | None = None
+    canonical_owner_id: str | None = None
+    duplicate_owners: list[str] = Field(default_factory=list)
+    dhash_distance: int | None = None  # tie-breaker between matches at the same pHash distance
+    similarity: float | None = None  # cosine, when the embedding stage made the decision
 
 
 class Annotation(Record):

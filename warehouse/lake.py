@@ -92,7 +92,13 @@ class Lake:
 
     def __init__(self, home: str | os.PathLike[str] | None = None, storage_options: dict[str, Any] | None = None):
         self.home = resolve_home(home)
-        self.fs, self.root = fsspec.core.url_to_fs(self.home, **(storage_options or {}))
+        options = dict(storage_options or {})
+        if not is_local(self.home):
+            # Object-store clients (s3fs, gcsfs) cache listings forever by default, so a
+            # long-lived reader would never see fragments or manifests another process
+            # committed. The lake decides by listing: it must always be current.
+            options.setdefault("use_listings_cache", False)
+        self.fs, self.root = fsspec.core.url_to_fs(self.home, **options)
         self.fs.makedirs(self.root, exist_ok=True)
         self._key_cache: dict[str, tuple[frozenset[str], set[tuple[Any, ...]]]] = {}
 
@@ -144,10 +150,12 @@ class Lake:
     def fragments(self, table: str) -> list[str]:
         """Committed fragments of a table, in name order (temp files are never listed)."""
         directory = self.table_dir(table)
-        if not self.fs.exists(directory):
+        try:
+            # One listing request; an `exists` check first would cost two more on object stores.
+            listed = self.fs.ls(directory, detail=False)
+        except FileNotFoundError:
             return []
-        names = [p for p in self.fs.ls(directory, detail=False) if _is_fragment(p)]
-        return sorted(names)
+        return sorted(p for p in listed if _is_fragment(p))
 
     def read(self, table: str, columns: Sequence[str] | None = None) -> pa.Table:
         """The whole table (all fragments) with the record's current schema."""
@@ -156,7 +164,16 @@ class Lake:
         if not files:
             empty = schema.empty_table()
             return empty.select(list(columns)) if columns else empty
-        dataset = pads.dataset(files, schema=schema, filesystem=self.fs, format="parquet")
+        if self.local:
+            dataset = pads.dataset(files, schema=schema, filesystem=self.fs, format="parquet")
+        else:
+            # Object stores: one GET per fragment, issued concurrently by the client, instead of
+            # pyarrow's per-file metadata request and ranged reads through fsspec (without a
+            # listings cache those cost several round trips per fragment).
+            blobs = self.fs.cat(files)
+            parquet = pads.ParquetFileFormat()
+            fragments = [parquet.make_fragment(pa.BufferReader(blobs[path])) for path in files]
+            dataset = pads.FileSystemDataset(fragments, schema=schema, format=parquet)
         return dataset.to_table(columns=list(columns) if columns else None)
 
     def dataset(self, table: str) -> pads.Dataset:

@@ -1,0 +1,266 @@
+"""One OpenAI-compatible chat endpoint (vLLM, or the judge's API) with the guarantees we need.
+
+`ChatEndpoint.complete` sends one schema-constrained chat request and either returns the
+answer with its usage, or raises `RequestFailed` with a machine-readable reason. What a
+caller may rely on:
+
+- Concurrency is bounded by a semaphore; every attempt has a deadline (`timeout`, enforced
+  both by the HTTP client and as a total deadline, so a server that trickles bytes or
+  hangs cannot hold a slot for the openai client's 10-minute default; L6).
+- Transient failures (429, 408, 409, 5xx, timeouts, connection errors) are retried with
+  exponential backoff and full jitter, honouring `Retry-After` (capped); terminal ones
+  (400, 404, 422, …) are not (O10, L7). 401/403 raise `EndpointRefused`: every other
+  request would fail the same way, so the run should stop and say so.
+- Requests and spend are capped per run: once either cap is reached, `complete` raises
+  `BudgetExhausted` before sending anything more.
+- The API key is read from the environment by the caller and handed to the openai client
+  only; it is never logged or stored. With no key configured we send the placeholder
+  "EMPTY" (vLLM's convention) rather than letting the openai client fall back to
+  `OPENAI_API_KEY`, which would leak that key to a self-hosted server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+
+log = logging.getLogger(__name__)
+
+NO_KEY = "EMPTY"
+
+
+class RequestFailed(Exception):
+    """A request that produced no usable answer; `reason` is machine-readable (`llm_http_400`, …)."""
+
+    def __init__(self, reason: str, detail: str, *, transient: bool, attempts: int, latency_ms: float = 0.0):
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+        self.transient = transient
+        self.attempts = attempts
+        self.latency_ms = latency_ms
+
+
+class BudgetExhausted(Exception):
+    """The run's request or spend cap is reached; nothing more is sent."""
+
+
+class EndpointRefused(Exception):
+    """The endpoint refuses our credentials (401/403): a configuration problem, not an item's."""
+
+
+class EndpointUnavailable(Exception):
+    """The endpoint does not answer, or does not serve the configured model."""
+
+
+@dataclass(slots=True)
+class Reply:
+    text: str
+    finish_reason: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    latency_ms: float
+    attempts: int  # HTTP attempts, transient retries included
+
+
+@dataclass(slots=True)
+class Usage:
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class ChatEndpoint:
+    """A bounded, retrying, budgeted client of one model on one OpenAI-compatible server."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None,
+        model: str,
+        api_key: str | None,
+        timeout: float,
+        max_retries: int,
+        concurrency: int,
+        max_requests: int | None = None,
+        max_cost_usd: float | None = None,
+        prompt_price_per_mtok: float = 0.0,
+        completion_price_per_mtok: float = 0.0,
+        retry_base_delay: float = 0.5,
+        retry_max_delay: float = 30.0,
+        max_retry_after: float = 60.0,
+    ) -> None:
+        self.model = model
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.max_requests = max_requests
+        self.max_cost_usd = max_cost_usd
+        self.prices = (prompt_price_per_mtok, completion_price_per_mtok)
+        self.retry_base_delay = retry_base_delay
+        self.retry_max_delay = retry_max_delay
+        self.max_retry_after = max_retry_after
+        self.usage = Usage()
+        self.sleep = asyncio.sleep  # replaceable in tests, to observe backoff without waiting
+        self._concurrency = concurrency
+        self._semaphore: asyncio.Semaphore | None = None
+        # Our own retry loop replaces the client's (max_retries=0): it must honour the
+        # run's caps, count every attempt, and never retry a 400.
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url,
+            api_key=api_key or NO_KEY,
+            timeout=timeout,
+            max_retries=0,
+        )
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def check(self) -> None:
+        """Fail fast (L8): the server answers `/models` and serves our model, or EndpointUnavailable."""
+        where = str(self._client.base_url)
+        try:
+            async with asyncio.timeout(min(self.timeout, 15.0) + 1.0):
+                page = await self._client.models.list(timeout=min(self.timeout, 15.0))
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            raise EndpointRefused(
+                f"{where} refused the credentials (HTTP {exc.status_code}); check api_key_env"
+            ) from None
+        except (openai.APIError, TimeoutError) as exc:
+            raise EndpointUnavailable(
+                f"{where} is not answering /models ({type(exc).__name__}): is the server up?"
+            ) from None
+        served = [m.id for m in page.data]
+        if served and self.model not in served:
+            raise EndpointUnavailable(f"{where} serves {served}, not the configured model {self.model!r}")
+
+    def _reserve(self) -> None:
+        if self.max_requests is not None and self.usage.requests >= self.max_requests:
+            raise BudgetExhausted(f"request cap of {self.max_requests} per run reached")
+        if self.max_cost_usd is not None and self.usage.cost_usd >= self.max_cost_usd:
+            raise BudgetExhausted(f"spend cap of ${self.max_cost_usd:g} per run reached")
+        self.usage.requests += 1
+
+    def _count(self, prompt_tokens: int, completion_tokens: int) -> None:
+        self.usage.prompt_tokens += prompt_tokens
+        self.usage.completion_tokens += completion_tokens
+        self.usage.cost_usd += (prompt_tokens * self.prices[0] + completion_tokens * self.prices[1]) / 1e6
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        delay = min(self.retry_max_delay, self.retry_base_delay * 2**attempt) * random.uniform(0.5, 1.0)
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, self.max_retry_after))
+        return delay
+
+    async def complete(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        schema_name: str,
+        schema: dict[str, Any],
+        max_tokens: int,
+        request_id: str,
+    ) -> Reply:
+        """One schema-constrained answer at temperature 0, or RequestFailed / BudgetExhausted / EndpointRefused."""
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self._concurrency)
+        started = time.perf_counter()
+        reason, detail = "llm_error", ""
+        for attempt in range(self.max_retries + 1):
+            self._reserve()
+            retry_after: float | None = None
+            async with self._semaphore:
+                try:
+                    async with asyncio.timeout(self.timeout + 1.0):
+                        response = await self._client.chat.completions.create(
+                            model=self.model,
+                            messages=list(messages),  # type: ignore[arg-type]
+                            response_format={
+                                "type": "json_schema",
+                                "json_schema": {"name": schema_name, "schema": schema},
+                            },
+                            temperature=0,
+                            max_tokens=max_tokens,
+                            extra_headers={"X-Request-Id": request_id},
+                        )
+                except (openai.APITimeoutError, TimeoutError):
+                    reason, detail = "llm_timeout", f"no answer within {self.timeout:g} s"
+                except openai.APIConnectionError as exc:
+                    reason, detail = "llm_connection", type(exc.__cause__ or exc).__name__
+                except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+                    raise EndpointRefused(
+                        f"{self._client.base_url} refused the credentials (HTTP {exc.status_code}); "
+                        "check the api_key_env setting and the environment variable it names"
+                    ) from None
+                except openai.APIStatusError as exc:
+                    code = exc.status_code
+                    reason, detail = f"llm_http_{code}", _error_text(exc)
+                    if code == 429:
+                        retry_after = _retry_after(exc.response.headers.get("retry-after"))
+                    elif not (code >= 500 or code in (408, 409)):
+                        raise RequestFailed(
+                            reason,
+                            detail,
+                            transient=False,
+                            attempts=attempt + 1,
+                            latency_ms=_ms(started),
+                        ) from None
+                else:
+                    usage = response.usage
+                    prompt_tokens = usage.prompt_tokens if usage else 0
+                    completion_tokens = usage.completion_tokens if usage else 0
+                    self._count(prompt_tokens, completion_tokens)
+                    choice = response.choices[0] if response.choices else None
+                    return Reply(
+                        text=(choice.message.content or "") if choice else "",
+                        finish_reason=choice.finish_reason if choice else None,
+                        prompt_tokens=prompt_tokens,
+                        completion_tokens=completion_tokens,
+                        latency_ms=_ms(started),
+                        attempts=attempt + 1,
+                    )
+            if attempt < self.max_retries:
+                delay = self._backoff(attempt, retry_after)
+                log.debug(
+                    "retrying %s after %s in %.2f s (attempt %d)", request_id, reason, delay, attempt + 1
+                )
+                await self.sleep(delay)
+        raise RequestFailed(
+            reason, detail, transient=True, attempts=self.max_retries + 1, latency_ms=_ms(started)
+        )
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta seconds or an HTTP date)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _error_text(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        message = body.get("message") or (body.get("error") or {}).get("message")
+        if message:
+            return str(message)[:500]
+    return str(exc)[:500]

@@ -1,0 +1,434 @@
+"""Decide, once per unique image, whether it is kept or dropped as a duplicate.
+
+`run_dedup` reads the lake's `images` table (rows with status `ok`) and writes one
+`dedup_decisions` row per sha256 that has none yet. Nothing is deleted: a dropped image stays
+in the lake with its reason, the image it matched and the distance; the release builder takes
+only `kept` images, and each only under its `canonical_owner_*`.
+
+The rule, applied to undecided images in canonical order (earliest `first_seen_at`, then
+largest width x height, then sha256), first reason wins:
+
+1. `opt_out`: the sha256, an owner, or an owner's source is listed in the opt-out settings.
+2. `known_dataset`: within `radius` of an image in a configured known-dataset hash file.
+3. `exact`: the same bytes are already in an earlier release (matched_ref = its version).
+4. `near_earlier_release`: within `radius` of an image of an earlier release.
+5. `near_in_run`: within `radius` of an image already kept, in this run (earlier in the
+   canonical order) or in an earlier run of this lake (matched_ref = "run:<run_id>").
+6. otherwise `kept`.
+
+Distances are pHash Hamming distances, the smaller of (a, b) and (a, mirror(b)), so mirrored
+copies match; among matches at the same distance the dHash distance, then canonical order,
+picks the one recorded. Two images of the same owner (a product's several photos) must also
+have 256-bit pHashes within `same_owner_fine_radius`: 64 bits cannot tell a product's front
+from its back, and a product's distinct views must not knock each other out, while its
+resized or re-encoded copies still do. Across owners the 64-bit radius alone decides: that is
+the contamination case. Only hashes made with
+`HASH_METHOD` are compared; rows hashed otherwise are rehashed from their stored bytes.
+
+Decisions are final: a later image never displaces an image kept earlier, and a rerun adds
+and changes nothing. One image's bytes used by several owners get one decision; the earliest
+owner is canonical and the others are listed in `duplicate_owners`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow.parquet as pq
+from lookbench_live.dedup.hashing import HASH_METHOD, ImageHashes, fine_phash, hamming, hash_bytes
+from lookbench_live.dedup.index import is_hash, pack, range_pairs
+from lookbench_live.dedup.known import KnownHashes, load_known_hashes
+from lookbench_live.schema.records import DedupDecision, Rejection
+from lookbench_live.warehouse.lake import Lake
+
+from lookbench_live.config import DedupSettings
+
+log = logging.getLogger(__name__)
+
+REASONS = ("exact", "near_in_run", "near_earlier_release", "known_dataset", "opt_out")
+_IMAGE_COLUMNS = [
+    "owner_kind",
+    "owner_id",
+    "source",
+    "status",
+    "sha256",
+    "width",
+    "height",
+    "phash",
+    "phash_mirror",
+    "dhash",
+    "hash_method",
+    "first_seen_at",
+]
+_FAR = dt.datetime.max.replace(tzinfo=dt.UTC)
+
+
+@dataclass(slots=True)
+class DedupResult:
+    """What one call decided. `pending` = images without a decision when the call started."""
+
+    run_id: str
+    hash_method: str
+    radius: int
+    pending: int = 0
+    kept: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)  # reason -> count
+    written: int = 0  # decision rows appended (kept + dropped)
+    unhashable: int = 0  # images left undecided (bytes missing or undecodable), each a `rejections` row
+    references: int = 0  # earlier kept and released images compared against
+    known_hashes: int = 0
+
+
+@dataclass(slots=True)
+class _Image:
+    """One unique sha256 as the `images` table describes it."""
+
+    sha256: str
+    first_seen_at: dt.datetime = _FAR
+    pixels: int = 0
+    owners: list[tuple[dt.datetime, str]] = field(default_factory=list)  # (first_seen_at, "kind:id")
+    sources: set[str] = field(default_factory=set)
+    hashes: ImageHashes | None = None
+    stored: ImageHashes | None = None  # hashes of another method, or partial, as stored
+
+    def rank(self) -> tuple[dt.datetime, int, str]:
+        return (self.first_seen_at, -self.pixels, self.sha256)
+
+    def owner_set(self) -> frozenset[str]:
+        return frozenset(o for _, o in self.owners)
+
+    def canonical_owner(self) -> str | None:
+        return min(self.owners)[1] if self.owners else None
+
+
+def _hashes_ok(h: ImageHashes | None) -> bool:
+    return (
+        h is not None
+        and h.method == HASH_METHOD
+        and is_hash(h.phash)
+        and is_hash(h.phash_mirror)
+        and (h.dhash is None or is_hash(h.dhash))
+    )
+
+
+def collect_images(lake: Lake) -> dict[str, _Image]:
+    """Unique `ok` images of the lake by sha256, with owners, rank and usable hashes."""
+    table = lake.read("images", columns=_IMAGE_COLUMNS)
+    found: dict[str, _Image] = {}
+    for row in table.to_pylist():
+        sha = row["sha256"]
+        if row["status"] != "ok" or not sha:
+            continue
+        image = found.get(sha)
+        if image is None:
+            image = found[sha] = _Image(sha256=sha)
+        seen = row["first_seen_at"] or _FAR
+        image.first_seen_at = min(image.first_seen_at, seen)
+        image.pixels = max(image.pixels, (row["width"] or 0) * (row["height"] or 0))
+        image.owners.append((seen, f"{row['owner_kind']}:{row['owner_id']}"))
+        if row["source"]:
+            image.sources.add(row["source"])
+        stored = ImageHashes(
+            phash=(row["phash"] or "").lower(),
+            phash_mirror=(row["phash_mirror"] or "").lower(),
+            dhash=(row["dhash"] or "").lower(),
+            method=row["hash_method"] or "",
+        )
+        if _hashes_ok(stored):
+            image.hashes = stored
+        else:
+            image.stored = stored
+    return found
+
+
+def _rehash(lake: Lake, image: _Image) -> str | None:
+    """Give `image` hashes of the current method from its stored bytes; returns an error or None."""
+    if _hashes_ok(image.hashes):
+        return None
+    try:
+        if not lake.has_image(image.sha256):
+            return "image bytes are not in the lake"
+        image.hashes = hash_bytes(lake.get_image(image.sha256))
+    except Exception as exc:  # any decoder failure is a recorded rejection, not a crashed run
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _released(lake: Lake) -> dict[str, str]:
+    from lookbench_live.warehouse.release import released_sha256s
+
+    return released_sha256s(lake)
+
+
+def _hash_released_bytes(lake: Lake, wanted: set[str]) -> dict[str, ImageHashes]:
+    """Hashes of released images that the lake does not hold, from the release files' bytes."""
+    from lookbench_live.warehouse.release import committed_versions, read_manifest, release_dir
+
+    found: dict[str, ImageHashes] = {}
+    for version in committed_versions(lake):
+        base = release_dir(lake, version)
+        for rel in read_manifest(lake, version).get("files", {}):
+            if not wanted - found.keys():
+                return found
+            if not rel.endswith(".parquet"):
+                continue
+            with lake.fs.open(f"{base}/{rel}", "rb") as handle:
+                parquet = pq.ParquetFile(handle)
+                names = set(parquet.schema_arrow.names)
+                pairs = [
+                    (s, i) for s, i in (("sha256", "image"), ("raw_sha256", "raw_image")) if {s, i} <= names
+                ]
+                for sha_col, image_col in pairs:
+                    for batch in parquet.iter_batches(columns=[sha_col, image_col], batch_size=256):
+                        for sha, image in zip(
+                            batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True
+                        ):
+                            if sha in wanted and sha not in found and image and image.get("bytes"):
+                                try:
+                                    found[sha] = hash_bytes(image["bytes"])
+                                except Exception as exc:  # a broken released image only weakens the check
+                                    log.warning(
+                                        "released image %s of %s is unreadable: %s", sha, version, exc
+                                    )
+    return found
+
+
+@dataclass(slots=True)
+class _Node:
+    """A comparable image: a reference (earlier kept or released) or a pending one."""
+
+    image: _Image
+    release: str | None = None  # version, when the image is in an earlier release
+    run_id: str | None = None  # the run that kept it, for earlier kept images
+
+
+@dataclass(slots=True)
+class _Match:
+    distance: int
+    dhash_distance: int
+    rank: tuple[dt.datetime, int, str]
+    node: int
+
+    def order(self) -> tuple[int, int, tuple[dt.datetime, int, str]]:
+        return (self.distance, self.dhash_distance, self.rank)
+
+
+def _neighbours(
+    queries: list[ImageHashes], targets: list[ImageHashes], radius: int
+) -> dict[int, dict[int, int]]:
+    """query -> {target: min pHash distance over (q, t) and (q, mirror(t))} within `radius`."""
+    if not queries or not targets:
+        return {}
+    index = pack([t.phash for t in targets] + [t.phash_mirror for t in targets])
+    pairs = range_pairs(pack([q.phash for q in queries]), index, radius)
+    count = len(targets)
+    found: dict[int, dict[int, int]] = {}
+    for q, t, d in zip(
+        pairs.query.tolist(), (pairs.target % count).tolist(), pairs.distance.tolist(), strict=True
+    ):
+        row = found.setdefault(q, {})
+        if t not in row or d < row[t]:
+            row[t] = d
+    return found
+
+
+def _dhash_distance(a: ImageHashes, b: ImageHashes) -> int:
+    return hamming(a.dhash, b.dhash) if is_hash(a.dhash) and is_hash(b.dhash) else 64
+
+
+def run_dedup(lake: Lake, settings: DedupSettings, run_id: str) -> DedupResult:
+    """Decide every `ok` image that has no `dedup_decisions` row yet; see the module doc for the rule.
+
+    Idempotent: the decisions go to the lake in one append, keyed by sha256, so a killed call
+    leaves none and a rerun writes the same ones; a call with nothing undecided writes nothing.
+    Run it under the flow's writer lock. Raises `KnownDatasetError` for an unusable hash file.
+    """
+    result = DedupResult(run_id=run_id, hash_method=HASH_METHOD, radius=settings.radius)
+    images = collect_images(lake)
+    decisions = lake.read("dedup_decisions", columns=["sha256", "decision", "run_id"]).to_pylist()
+    decided = {row["sha256"]: row for row in decisions}
+    pending = sorted((img for sha, img in images.items() if sha not in decided), key=_Image.rank)
+    result.pending = len(pending)
+    if not pending:
+        return result
+    known = (
+        load_known_hashes(settings.known_dataset_hashes) if settings.known_dataset_hashes else KnownHashes()
+    )
+    result.known_hashes = len(known)
+    released = _released(lake)
+
+    # References: what this run's images must not repeat.
+    references: list[_Node] = []
+    missing_released: dict[str, _Image] = {}
+    kept_earlier = {sha: row["run_id"] for sha, row in decided.items() if row["decision"] == "kept"}
+    for sha in sorted(set(kept_earlier) | set(released)):
+        image = images.get(sha)
+        if image is None:  # released, but not from this lake's images table
+            image = missing_released[sha] = _Image(sha256=sha)
+        elif _rehash(lake, image) is not None:
+            if sha not in released:
+                log.warning("earlier kept image %s has no usable hashes; it is not compared against", sha)
+                continue
+            missing_released[sha] = image
+            continue
+        references.append(_Node(image, release=released.get(sha), run_id=kept_earlier.get(sha)))
+    if missing_released:
+        recovered = _hash_released_bytes(lake, set(missing_released))
+        for sha, image in missing_released.items():
+            if sha in recovered:
+                image.hashes = recovered[sha]
+                if sha not in images:  # pending exact copies are handled by sha256, not hashes
+                    references.append(_Node(image, release=released[sha], run_id=kept_earlier.get(sha)))
+            else:
+                log.warning("released image %s could not be hashed; only exact copies of it are caught", sha)
+
+    # Pending images: each needs hashes of the current method, or it waits for a later run.
+    rejections: list[Rejection] = []
+    candidates: list[_Image] = []
+    records: list[DedupDecision] = []
+    for image in pending:
+        error = _rehash(lake, image)
+        if error is None:
+            candidates.append(image)
+        elif image.sha256 in released:  # the same bytes were published: no hash is needed to say so
+            fields = {"reason": "exact", "matched_sha256": image.sha256, "distance": 0}
+            records.append(_decision(image, run_id, {**fields, "matched_ref": released[image.sha256]}))
+        else:
+            rejections.append(
+                Rejection(stage="dedup", item=image.sha256, reason="unhashable", detail=error, run_id=run_id)
+            )
+    result.unhashable = len(rejections)
+    result.references = len(references)
+
+    nodes = references + [_Node(img, release=released.get(img.sha256)) for img in candidates]
+    first_pending = len(references)
+    search_radius = settings.radius
+    hashes = [n.image.hashes for n in nodes]
+    near = _neighbours([img.hashes for img in candidates], hashes, search_radius)  # type: ignore[misc]
+    known_near = _neighbours(
+        [img.hashes for img in candidates],  # type: ignore[misc]
+        [ImageHashes(p, m, "", HASH_METHOD) for p, m in zip(known.phash, known.phash_mirror, strict=True)],
+        settings.radius,
+    )
+    known_by_sha = {sha: i for i, sha in enumerate(known.sha256) if sha}
+
+    fine_cache: dict[str, tuple[str, str] | None] = {}
+
+    def fine(sha: str) -> tuple[str, str] | None:
+        if sha not in fine_cache:
+            try:
+                fine_cache[sha] = fine_phash(lake.get_image(sha)) if lake.has_image(sha) else None
+            except Exception:  # unreadable now: the pair is not confirmed, so both are kept
+                fine_cache[sha] = None
+        return fine_cache[sha]
+
+    def same_owner_copy(a: _Image, b: _Image) -> bool:
+        fa, fb = fine(a.sha256), fine(b.sha256)
+        if fa is None or fb is None:
+            return False
+        return min(hamming(fa[0], fb[0]), hamming(fa[0], fb[1])) <= settings.same_owner_fine_radius
+
+    opt_sha = set(settings.opt_out_sha256)
+    opt_owner = set(settings.opt_out_owners)
+    opt_source = set(settings.opt_out_sources)
+    kept_nodes: set[int] = set(range(first_pending))
+    first_record = len(records)
+    for q, image in enumerate(candidates):
+        node_id = first_pending + q
+        own = image.hashes
+        assert own is not None
+        owners = image.owner_set()
+        owner_ids = {o.split(":", 1)[1] for o in owners}
+        fields: dict[str, Any] = {}
+        if image.sha256 in opt_sha or owner_ids & opt_owner or image.sources & opt_source:
+            fields = {"reason": "opt_out", "matched_ref": "settings.dedup.opt_out"}
+        elif image.sha256 in known_by_sha or q in known_near:
+            if image.sha256 in known_by_sha:
+                k, distance = known_by_sha[image.sha256], 0
+            else:
+                k, distance = min(known_near[q].items(), key=lambda kv: (kv[1], kv[0]))
+            fields = {
+                "reason": "known_dataset",
+                "matched_sha256": known.sha256[k] or None,
+                "matched_ref": known.ref[k],
+                "distance": distance,
+            }
+        elif image.sha256 in released:
+            fields = {
+                "reason": "exact",
+                "matched_sha256": image.sha256,
+                "matched_ref": released[image.sha256],
+                "distance": 0,
+            }
+        else:
+            matches: list[_Match] = []
+            for other, distance in near.get(q, {}).items():
+                if other == node_id or other not in kept_nodes:
+                    continue
+                if distance > settings.radius:
+                    continue
+                if owners & nodes[other].image.owner_set() and not same_owner_copy(image, nodes[other].image):
+                    continue
+                target = nodes[other].image
+                matches.append(_Match(distance, _dhash_distance(own, target.hashes), target.rank(), other))  # type: ignore[arg-type]
+            earlier_release = [m for m in matches if nodes[m.node].release is not None]
+            best = min(earlier_release or matches, key=_Match.order, default=None)
+            if best is not None:
+                target_node = nodes[best.node]
+                fields = {
+                    "reason": "near_earlier_release" if target_node.release else "near_in_run",
+                    "matched_sha256": target_node.image.sha256,
+                    "matched_ref": target_node.release or f"run:{target_node.run_id or run_id}",
+                    "distance": best.distance,
+                    "dhash_distance": best.dhash_distance,
+                }
+        if not fields:
+            kept_nodes.add(node_id)
+        records.append(_decision(image, run_id, fields))
+
+    if settings.embedding_model:
+        from lookbench_live.dedup.embedding import embedding_stage
+
+        records[first_record:] = embedding_stage(
+            lake, settings, nodes, first_pending, kept_nodes, records[first_record:], run_id
+        )
+
+    for record in records:
+        if record.decision == "kept":
+            result.kept += 1
+        else:
+            reason = record.reason or "unknown"
+            result.dropped[reason] = result.dropped.get(reason, 0) + 1
+    # Rejections first: a kill between the two appends leaves images undecided, never lost.
+    lake.append(rejections)
+    result.written = lake.append(records)
+    return result
+
+
+def _decision(image: _Image, run_id: str, fields: dict[str, Any]) -> DedupDecision:
+    canonical = image.canonical_owner()
+    kind, _, owner_id = canonical.partition(":") if canonical else ("", "", "")
+    duplicates = sorted(image.owner_set() - {canonical}) if canonical else []
+    return DedupDecision(
+        sha256=image.sha256,
+        hash_method=HASH_METHOD,
+        decision="dropped" if fields else "kept",
+        run_id=run_id,
+        canonical_owner_kind=kind or None,
+        canonical_owner_id=owner_id or None,
+        duplicate_owners=duplicates,
+        **fields,
+    )
+
+
+def decisions_by_reason(records: Iterable[DedupDecision]) -> dict[str, int]:
+    """Counts of decisions by reason (`kept` for kept images)."""
+    counts: dict[str, int] = {}
+    for record in records:
+        key = record.reason if record.decision == "dropped" and record.reason else "kept"
+        counts[key] = counts.get(key, 0) + 1
+    return counts

@@ -1,0 +1,154 @@
+"""Hash files of public datasets (the known-dataset guard) and the `hash` command's engine.
+
+A hash file is Parquet with the columns `path`, `sha256`, `phash`, `phash_mirror` (16-char
+lowercase hex) and `method`. The pipeline loads only files whose every row was made by its
+own `HASH_METHOD`: hashes from another decode path differ by a few bits and would match at
+the wrong distances, so such a file is refused, not half-used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import fsspec
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from lookbench_live.dedup.hashing import HASH_METHOD, hash_bytes
+from lookbench_live.dedup.index import is_hash
+from lookbench_live.warehouse.lake import atomic_write_bytes, parquet_bytes
+from PIL import Image
+
+IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff"})
+HASH_FILE_SCHEMA = pa.schema(
+    [
+        ("path", pa.string()),
+        ("sha256", pa.string()),
+        ("phash", pa.string()),
+        ("phash_mirror", pa.string()),
+        ("method", pa.string()),
+    ]
+)
+
+
+class KnownDatasetError(ValueError):
+    """A hash file cannot be used; the message names the file and what to do."""
+
+
+@dataclass(slots=True)
+class HashedFiles:
+    """Outcome of hashing files: the hash table and the files that could not be decoded."""
+
+    table: pa.Table
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+
+
+@dataclass(slots=True)
+class KnownHashes:
+    """Every loaded known-dataset image, in parallel lists."""
+
+    sha256: list[str] = field(default_factory=list)
+    phash: list[str] = field(default_factory=list)
+    phash_mirror: list[str] = field(default_factory=list)
+    ref: list[str] = field(default_factory=list)  # "<hash file>#<path in the dataset>"
+
+    def __len__(self) -> int:
+        return len(self.sha256)
+
+
+# ---------------------------------------------------------------------- making hash files
+def iter_image_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
+    """Image files named directly, or found recursively (sorted) under named folders."""
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            for found in sorted(path.rglob("*")):
+                if found.is_file() and found.suffix.lower() in IMAGE_SUFFIXES:
+                    yield found
+        elif path.is_file():
+            yield path
+        else:
+            raise FileNotFoundError(f"{path} is neither an image file nor a folder")
+
+
+def _hash_one(path: str) -> tuple[str, str | None, str | None, str | None, str | None]:
+    """(path, sha256, phash, phash_mirror, error) for one file; never raises."""
+    try:
+        data = Path(path).read_bytes()
+        hashes = hash_bytes(data)
+    except (OSError, ValueError, SyntaxError, EOFError, MemoryError, Image.DecompressionBombError) as exc:
+        return path, None, None, None, f"{type(exc).__name__}: {exc}"
+    return path, hashlib.sha256(data).hexdigest(), hashes.phash, hashes.phash_mirror, None
+
+
+def hash_files(paths: Sequence[str | os.PathLike[str]], *, workers: int = 1) -> HashedFiles:
+    """Hash every image file under `paths` with the pipeline's method; undecodable files are listed."""
+    files = [str(p) for p in iter_image_files(paths)]
+    if workers > 1 and len(files) > 64:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(_hash_one, files, chunksize=64))
+    else:
+        results = [_hash_one(f) for f in files]
+    rows = {name: [] for name in HASH_FILE_SCHEMA.names}  # type: dict[str, list[str]]
+    failures: list[tuple[str, str]] = []
+    for path, sha, phash, mirror, error in results:
+        if error is not None or sha is None or phash is None or mirror is None:
+            failures.append((path, error or "no hash"))
+            continue
+        rows["path"].append(path)
+        rows["sha256"].append(sha)
+        rows["phash"].append(phash)
+        rows["phash_mirror"].append(mirror)
+        rows["method"].append(HASH_METHOD)
+    return HashedFiles(pa.table(rows, schema=HASH_FILE_SCHEMA), failures)
+
+
+def write_hash_file(table: pa.Table, out: str | os.PathLike[str]) -> None:
+    """Write a hash file so that readers see nothing or all of it."""
+    fs, path = fsspec.core.url_to_fs(str(out))
+    atomic_write_bytes(fs, path, parquet_bytes(table.cast(HASH_FILE_SCHEMA)))
+
+
+# ---------------------------------------------------------------------- loading them
+def load_known_hashes(files: Sequence[str]) -> KnownHashes:
+    """Load hash files for the guard; raises `KnownDatasetError` on any unusable file."""
+    known = KnownHashes()
+    for name in files:
+        try:
+            fs, path = fsspec.core.url_to_fs(name)
+            with fs.open(path, "rb") as handle:
+                table = pq.read_table(handle)
+        except FileNotFoundError as exc:
+            raise KnownDatasetError(f"known-dataset hash file {name} does not exist") from exc
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise KnownDatasetError(f"known-dataset hash file {name} is not readable Parquet: {exc}") from exc
+        missing = [c for c in HASH_FILE_SCHEMA.names if c not in table.column_names]
+        if missing:
+            raise KnownDatasetError(
+                f"known-dataset hash file {name} lacks the columns {missing}; make it with `lookbench-live hash`"
+            )
+        methods = set(pc.unique(table.column("method")).to_pylist())
+        if methods - {HASH_METHOD}:
+            other = sorted(str(m) for m in methods - {HASH_METHOD})
+            raise KnownDatasetError(
+                f"known-dataset hash file {name} was made with hash method {other}, but this pipeline hashes "
+                f"with {HASH_METHOD!r}; hashes of different methods are never compared. Re-run "
+                f"`lookbench-live hash` on the dataset with this version"
+            )
+        columns = {c: table.column(c).to_pylist() for c in ("path", "sha256", "phash", "phash_mirror")}
+        for row, (path_in, sha, phash, mirror) in enumerate(zip(*columns.values(), strict=True)):
+            if not (is_hash(phash) and is_hash(mirror)):
+                raise KnownDatasetError(
+                    f"known-dataset hash file {name}, row {row} ({path_in}): phash {phash!r} / phash_mirror "
+                    f"{mirror!r} are not 16 hex digits"
+                )
+            known.sha256.append(sha or "")
+            known.phash.append(phash.lower())
+            known.phash_mirror.append(mirror.lower())
+            known.ref.append(f"{name}#{path_in}")
+    return known

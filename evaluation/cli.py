@@ -1,0 +1,203 @@
+"""`lookbench-live evaluate`, `lookbench-live leaderboard` and `lookbench-live report`."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Annotated, Any
+
+import typer
+
+HomeOption = Annotated[
+    str | None, typer.Option("--home", help="Lake root (default $LOOKBENCH_HOME or ./lookbench-data).")
+]
+ConfigOption = Annotated[str | None, typer.Option("--config", help="TOML configuration file.")]
+
+
+def _parse_date(text: str | None) -> dt.date | None:
+    if not text:
+        return None
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError as exc:
+        raise typer.BadParameter(f"--after {text!r} is not an ISO date (YYYY-MM-DD)") from exc
+
+
+def _lake(home: str | None, config: str | None) -> tuple[Any, Any]:
+    from lookbench_live.warehouse.lake import Lake
+
+    from lookbench_live.config import load_settings
+
+    settings = load_settings(config)
+    return Lake(home or settings.lake.home), settings
+
+
+def _print_table(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    # Short headers keep the table readable at 80 columns; --json has every key.
+    shown = {
+        "coarse_recall@1": "coarse@1",
+        "fine_recall@1": "fine@1",
+        "fine_recall@5": "fine@5",
+        "fine_recall@20": "fine@20",
+        "strict_recall@1": "strict@1",
+        "ndcg@5": "ndcg@5",
+        "mrr": "mrr",
+    }
+    after = f", queries after {result['after']}" if result.get("after") else ""
+    table = Table(title=f"{result['model']} on {result['release']}{after} (percent)")
+    table.add_column("subset", no_wrap=True, min_width=16)
+    table.add_column("queries", justify="right")
+    for header in shown.values():
+        table.add_column(header, justify="right")
+    for subset, entry in [*result["subsets"].items(), ("overall", result["overall"])]:
+        values = ["–" if entry.get(n) is None else f"{entry[n]:.2f}" for n in shown]
+        table.add_row(subset, str(entry["queries"]), *values, style="bold" if subset == "overall" else None)
+    Console().print(table)
+
+
+def evaluate(
+    version: Annotated[str, typer.Argument(help="vYYYYMMDD or latest.")],
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="HF id, local folder or open_clip:ARCH/TAG (default: the weight-free baseline); with --embeddings, only the name of the result."
+        ),
+    ] = None,
+    embeddings: Annotated[
+        str | None, typer.Option(help="Parquet file (sha256, embedding) covering every image of the release.")
+    ] = None,
+    after: Annotated[
+        str | None,
+        typer.Option(help="Keep queries first seen or published after this date (YYYY-MM-DD, UTC)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    trust_remote_code: Annotated[
+        bool, typer.Option(help="Allow model code from the model folder (GR-Lite).")
+    ] = False,
+    home: HomeOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Score a release: Coarse/Fine/Strict/Item Recall@1,5,10,20, nDCG@K and MRR per subset and overall.
+
+    Examples:
+
+      lookbench-live evaluate latest
+
+      lookbench-live evaluate v20261201 --model ./models/siglip --after 2026-06-30 --json
+
+      lookbench-live evaluate latest --embeddings my_model.parquet --model my-model
+    """
+    from lookbench_live.evaluation.evaluate import evaluate_release, evaluation_records
+
+    lake, settings = _lake(home, config)
+    s = settings.evaluation
+    result = evaluate_release(
+        lake,
+        version,
+        model=model,
+        embeddings=embeddings,
+        after=_parse_date(after),
+        trust_remote_code=trust_remote_code or s.trust_remote_code,
+        batch_size=s.batch_size,
+        chunk_size=s.chunk_size,
+        device=s.device,
+        write=False,
+    )
+    # Scoring may take long; the writer lock is held only for the append.
+    with lake.writer_lock():
+        lake.append(evaluation_records(result))
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+    else:
+        _print_table(result)
+
+
+LEADERBOARD_SQL = """
+SELECT model, release, "after",
+       round(try_cast(list_filter(metrics, lambda m: m.key = 'fine_recall@1')[1].value AS DOUBLE), 2) AS fine_r1,
+       round(try_cast(list_filter(metrics, lambda m: m.key = 'coarse_recall@1')[1].value AS DOUBLE), 2) AS coarse_r1,
+       round(try_cast(list_filter(metrics, lambda m: m.key = 'ndcg@5')[1].value AS DOUBLE), 2) AS ndcg5,
+       round(try_cast(list_filter(metrics, lambda m: m.key = 'mrr')[1].value AS DOUBLE), 2) AS mrr,
+       queries
+FROM evaluations
+WHERE subset = 'overall'
+ORDER BY release DESC, "after", fine_r1 DESC NULLS LAST, model
+"""
+
+
+def leaderboard_rows(lake: Any) -> list[dict[str, Any]]:
+    """Overall scores of every model on every release (newest release first, best Fine R@1 first)."""
+    import duckdb
+
+    evaluations = lake.read("evaluations")
+    with duckdb.connect() as con:
+        con.register("evaluations", evaluations)
+        cursor = con.execute(LEADERBOARD_SQL)
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def leaderboard(
+    as_json: Annotated[bool, typer.Option("--json", help="Print rows as JSON.")] = False,
+    home: HomeOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Models across releases, from the lake's `evaluations` table (overall scores, percent)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    lake, _ = _lake(home, config)
+    rows = leaderboard_rows(lake)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2, default=str))
+        return
+    if not rows:
+        typer.echo("no evaluations yet: run `lookbench-live evaluate latest`")
+        return
+    table = Table(title="Leaderboard (overall, percent)")
+    for name in rows[0]:
+        table.add_column(name, justify="left" if name in ("model", "release", "after") else "right")
+    for row in rows:
+        table.add_row(*["–" if v is None else str(v) for v in row.values()])
+    Console().print(table)
+
+
+def report(
+    version: Annotated[str, typer.Argument(help="vYYYYMMDD or latest.")] = "latest",
+    open_it: Annotated[bool, typer.Option("--open", help="Open the report in the default browser.")] = False,
+    rewrite: Annotated[bool, typer.Option(help="Write a fresh report even if one exists.")] = False,
+    home: HomeOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """The release report (self-contained HTML). Uses the one written beside the manifest when
+    the release has it; otherwise writes <lake>/reports/<version>/report.html."""
+    from lookbench_live.evaluation.report import REPORT_NAME, default_report_path, write_report
+    from lookbench_live.warehouse.release import release_dir, resolve_version
+
+    lake, settings = _lake(home, config)
+    version = resolve_version(lake, version)
+    path = default_report_path(lake, version)
+    in_release = path == f"{release_dir(lake, version)}/{REPORT_NAME}"
+    if rewrite and in_release:
+        path = lake.path("reports", version, REPORT_NAME)
+    if rewrite or not lake.fs.exists(path):
+        with lake.writer_lock():
+            write_report(lake, version, path, samples=settings.evaluation.report_samples)
+    url = lake.url(*path[len(lake.root.rstrip("/")) + 1 :].split("/"))
+    typer.echo(url)
+    if open_it:
+        if not lake.local:
+            raise typer.BadParameter("--open needs a local lake; download the report first")
+        import pathlib
+        import webbrowser
+
+        webbrowser.open(pathlib.Path(path).as_uri())
+
+
+def register(app: typer.Typer) -> None:
+    app.command("evaluate")(evaluate)
+    app.command("leaderboard")(leaderboard)
+    app.command("report")(report)

@@ -1,0 +1,311 @@
+"""Score a release: embed (or take submitted embeddings), retrieve, compute every metric.
+
+`evaluate_release` is what the flow and `lookbench-live evaluate` call. Per subset the
+corpus is the subset's gallery followed by the noise gallery (that row order breaks
+ties); `overall` is the mean over all queries of all subsets, i.e. the subsets' means
+weighted by their query counts. Results are appended to the lake's `evaluations`
+table (idempotent by release, model, subset and `after`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from lookbench_live.evaluation.baseline import BASELINE_NAME
+from lookbench_live.evaluation.embedders import ImageEmbedder, load_embedder
+from lookbench_live.evaluation.labels import encode_labels
+from lookbench_live.evaluation.metrics import (
+    DEFAULT_KS,
+    K_MAX,
+    LabelCodes,
+    Retrieval,
+    normalize,
+    per_query_scores,
+    retrieve,
+)
+from lookbench_live.evaluation.release_data import ReleaseData, iter_images, load_release, query_moment
+from lookbench_live.evaluation.vectors import EmbeddingsError, load_cache, load_submitted, save_cache
+from lookbench_live.schema.records import Evaluation
+from lookbench_live.warehouse.lake import Lake
+
+EMBED_BATCH = 64  # images decoded and embedded at once (bounded memory)
+
+
+@dataclass(slots=True)
+class SubsetRun:
+    """One subset's retrieval: labels, corpus shas (gallery then noise), top-K, per-query scores."""
+
+    name: str
+    query_sha: list[str]
+    corpus_sha: list[str]
+    query_labels: LabelCodes
+    corpus_labels: LabelCodes
+    retrieval: Retrieval
+    per_query: dict[str, np.ndarray]
+    query_rows: pa.Table
+    corpus_rows: pa.Table
+
+
+@dataclass(slots=True)
+class EvaluationRun:
+    release: str
+    model: str
+    after: dt.date | None
+    subsets: dict[str, SubsetRun] = field(default_factory=dict)
+    corpus_sizes: dict[str, int] = field(default_factory=dict)
+
+    def result(self) -> dict[str, Any]:
+        """The `--json` shape: values in percent; a subset with no query has null metrics."""
+        names = metric_names()
+        out: dict[str, Any] = {
+            "release": self.release,
+            "model": self.model,
+            "after": self.after.isoformat() if self.after else None,
+            "subsets": {},
+            "overall": {},
+        }
+        pooled: dict[str, list[np.ndarray]] = {n: [] for n in names}
+        for name, run in self.subsets.items():
+            n = len(run.query_sha)
+            entry: dict[str, Any] = {"queries": n, "corpus": self.corpus_sizes[name]}
+            for metric in names:
+                values = run.per_query[metric]
+                entry[metric] = round(float(values.mean()) * 100.0, 4) if n else None
+                pooled[metric].append(values)
+            out["subsets"][name] = entry
+        total = sum(len(r.query_sha) for r in self.subsets.values())
+        overall: dict[str, Any] = {"queries": total, "corpus": None}
+        for metric in names:
+            values = np.concatenate(pooled[metric]) if pooled[metric] else np.zeros(0)
+            overall[metric] = round(float(values.mean()) * 100.0, 4) if total else None
+        out["overall"] = overall
+        return out
+
+
+def metric_names(ks: Sequence[int] = DEFAULT_KS) -> list[str]:
+    names = []
+    for family in ("coarse", "fine", "strict", "item"):
+        names += [f"{family}_recall@{k}" for k in ks]
+    names += [f"ndcg@{k}" for k in ks]
+    names.append("mrr")
+    return names
+
+
+def embed_release(
+    lake: Lake,
+    data: ReleaseData,
+    embedder: ImageEmbedder,
+    *,
+    use_cache: bool = True,
+) -> dict[str, np.ndarray]:
+    """sha256 -> embedding of every image of the release, through the (release, model) cache."""
+    required = data.all_sha256()
+    vectors = load_cache(lake, data.version, embedder.name) if use_cache else {}
+    missing = [s for s in required if s not in vectors]
+    if missing:
+        pending_sha: list[str] = []
+        pending_bytes: list[bytes] = []
+
+        def flush() -> None:
+            rows = embedder.embed(pending_bytes)
+            if rows.shape[0] != len(pending_sha):
+                raise EmbeddingsError(
+                    f"model {embedder.name} returned {rows.shape[0]} rows for {len(pending_sha)} images"
+                )
+            for sha, row in zip(pending_sha, rows, strict=True):
+                vectors[sha] = np.asarray(row, np.float32)
+            pending_sha.clear()
+            pending_bytes.clear()
+
+        for sha, image in iter_images(lake, data, missing):
+            pending_sha.append(sha)
+            pending_bytes.append(image)
+            if len(pending_sha) >= EMBED_BATCH:
+                flush()
+        if pending_sha:
+            flush()
+        absent = [s for s in missing if s not in vectors]
+        if absent:
+            raise EmbeddingsError(
+                f"image {absent[0]} of release {data.version} has no bytes in the release files"
+            )
+        if use_cache:
+            save_cache(lake, data.version, embedder.name, vectors)
+    return vectors
+
+
+def _matrix(vectors: dict[str, np.ndarray], shas: Sequence[str], source: str) -> np.ndarray:
+    if not shas:
+        width = len(next(iter(vectors.values()))) if vectors else 0
+        return np.zeros((0, width), np.float32)
+    width = len(vectors[shas[0]])
+    out = np.empty((len(shas), width), np.float32)
+    for i, sha in enumerate(shas):
+        row = vectors[sha]
+        if len(row) != width:
+            raise EmbeddingsError(
+                f"{source}: embedding of image {sha} has width {len(row)}, expected {width}"
+            )
+        out[i] = row
+    return out
+
+
+def _keep_after(table: pa.Table, after: dt.date | None) -> np.ndarray:
+    if after is None:
+        return np.arange(table.num_rows)
+    moments = query_moment(table)
+    return np.array(
+        [i for i, m in enumerate(moments) if m is not None and m.astimezone(dt.UTC).date() > after],
+        dtype=np.int64,
+    )
+
+
+def run_evaluation(
+    lake: Lake,
+    version: str,
+    *,
+    model: str | None = None,
+    embeddings: str | None = None,
+    after: dt.date | None = None,
+    release_path: str | None = None,
+    trust_remote_code: bool = False,
+    batch_size: int = 32,
+    chunk_size: int = 65536,
+    device: str = "cpu",
+    subsets: Sequence[str] | None = None,
+) -> EvaluationRun:
+    """Everything `evaluate_release` computes, kept in memory (the report reuses the top-K)."""
+    data = load_release(lake, version, release_path)
+    if embeddings is not None:
+        vectors = load_submitted(embeddings, data.all_sha256())
+        name = model or f"submitted:{embeddings.rsplit('/', 1)[-1]}"
+        source = f"embeddings file {embeddings}"
+    else:
+        embedder = load_embedder(
+            model, trust_remote_code=trust_remote_code, batch_size=batch_size, device=device
+        )
+        vectors = embed_release(lake, data, embedder)
+        name = embedder.name
+        source = f"model {name}"
+    run = EvaluationRun(release=data.version, model=name, after=after)
+    wanted = [s for s in data.subsets() if subsets is None or s in subsets]
+    noise = data.noise
+    # One shared vocabulary for every split, so codes compare across query and corpus.
+    tables: list[pa.Table] = [noise]
+    for s in wanted:
+        gallery = data.gallery(s)
+        tables += [data.query(s), gallery if gallery is not None else noise.slice(0, 0)]  # type: ignore[list-item]
+    codes = encode_labels(tables)
+    noise_codes = codes[0]
+    noise_sha = noise.column("sha256").to_pylist()
+    for i, s in enumerate(wanted):
+        q_table, g_table = tables[1 + 2 * i], tables[2 + 2 * i]
+        q_codes, g_codes = codes[1 + 2 * i], codes[2 + 2 * i]
+        keep = _keep_after(q_table, after)
+        q_table = q_table.take(pa.array(keep, pa.int64()))
+        q_codes = q_codes.take(keep)
+        q_sha = q_table.column("sha256").to_pylist()
+        c_sha = g_table.column("sha256").to_pylist() + noise_sha
+        c_codes = _concat_codes(g_codes, noise_codes)
+        q_emb = normalize(_matrix(vectors, q_sha, source))
+        c_emb = normalize(_matrix(vectors, c_sha, source))
+        if len(q_sha) and q_emb.shape[1] != c_emb.shape[1]:
+            raise EmbeddingsError(f"{source}: query and corpus embeddings of {s} differ in width")
+        retrieval = retrieve(q_emb, c_emb, K_MAX, corpus_chunk=chunk_size)
+        per_query = per_query_scores(q_codes, c_codes, retrieval)
+        run.subsets[s] = SubsetRun(
+            name=s,
+            query_sha=q_sha,
+            corpus_sha=c_sha,
+            query_labels=q_codes,
+            corpus_labels=c_codes,
+            retrieval=retrieval,
+            per_query=per_query,
+            query_rows=q_table,
+            corpus_rows=pa.concat_tables([g_table, noise.cast(g_table.schema)])
+            if g_table.num_rows
+            else noise,
+        )
+        run.corpus_sizes[s] = len(c_sha)
+    return run
+
+
+def _concat_codes(a: LabelCodes, b: LabelCodes) -> LabelCodes:
+    return LabelCodes(
+        np.concatenate([a.category, b.category]),
+        np.concatenate([a.fine, b.fine]),
+        np.concatenate([a.strict, b.strict]),
+        np.concatenate([a.item, b.item]),
+        np.concatenate([a.attr_matrix(), b.attr_matrix()]),
+    )
+
+
+def evaluation_records(result: dict[str, Any]) -> list[Evaluation]:
+    """`evaluations` rows of a result: one per subset plus `overall`; metrics as text."""
+    after = result.get("after") or ""
+    rows = []
+    for subset, entry in [*result["subsets"].items(), ("overall", result["overall"])]:
+        metrics = {
+            k: f"{v:.4f}" for k, v in entry.items() if k not in ("queries", "corpus") and v is not None
+        }
+        rows.append(
+            Evaluation(
+                release=result["release"],
+                model=result["model"],
+                subset=subset,
+                after=after,
+                queries=int(entry["queries"]),
+                corpus=int(entry.get("corpus") or 0),
+                metrics=metrics,
+            )
+        )
+    return rows
+
+
+def evaluate_release(
+    lake: Lake,
+    version: str,
+    *,
+    model: str | None = None,
+    embeddings: str | None = None,
+    after: dt.date | None = None,
+    release_path: str | None = None,
+    trust_remote_code: bool = False,
+    batch_size: int = 32,
+    chunk_size: int = 65536,
+    device: str = "cpu",
+    write: bool = True,
+) -> dict[str, Any]:
+    """Score release `version` ("latest" allowed unless `release_path` is given).
+
+    `model=None` and no `embeddings`: the weight-free baseline. `embeddings`: a Parquet
+    file (sha256, embedding) covering every image; `model` then only names the result.
+    `after`: keep queries first seen or published strictly after that UTC date.
+    `release_path`: a staging folder (before commit) holding the release files.
+    Returns `{"release", "model", "after", "subsets": {name: {...}}, "overall": {...}}`
+    with every metric in percent, and (when `write`) appends `Evaluation` rows.
+    """
+    run = run_evaluation(
+        lake,
+        version,
+        model=model,
+        embeddings=embeddings,
+        after=after,
+        release_path=release_path,
+        trust_remote_code=trust_remote_code,
+        batch_size=batch_size,
+        chunk_size=chunk_size,
+        device=device,
+    )
+    result = run.result()
+    if write:
+        lake.append(evaluation_records(result))
+    return result
+
+
+__all__ = ["BASELINE_NAME", "EvaluationRun", "evaluate_release", "metric_names", "run_evaluation"]

@@ -1,0 +1,263 @@
+"""What to generate: the ordered list of requests for one run, and their identities.
+
+A `GenerationRequest` holds every parameter that determines an image; its
+`generation_id` is the sha256 of its canonical JSON (device excluded: a rerun on
+another machine does not redo finished work). Planning is pure and cheap (no torch),
+so a rerun computes the same ids and skips finished ones before loading any model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from lookbench_live.generation.prompts import (
+    BalancedChooser,
+    ItemSpec,
+    PromptTemplates,
+    TaxonomyLike,
+    derive_seed,
+    product_item,
+    sample_outfits,
+    sample_studio_items,
+)
+from lookbench_live.schema.records import dumps
+
+from lookbench_live.config import GenerationSettings
+
+Mode = Literal["text2img", "img2img"]
+
+
+@dataclass(frozen=True)
+class ConditioningProduct:
+    """A real, annotated gallery product the flow offers for image-conditioned generation.
+
+    `product_key` is "source:product_id" (the release item_ID); `sha256` names one of its
+    photos in the lake; `attributes` maps attribute group -> value (annotation output).
+    """
+
+    product_key: str
+    sha256: str
+    category: str
+    attributes: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One image to make; equal requests have equal `generation_id`s and equal images."""
+
+    subset: Literal["aigen_studio", "aigen_streetlook"]
+    role: Literal["query", "gallery"]
+    item_ids: tuple[str, ...]
+    mode: Mode
+    prompt: str
+    negative_prompt: str
+    template_version: str
+    seed: int
+    steps: int
+    guidance: float
+    width: int
+    height: int
+    scheduler: str  # configured scheduler class name, or "default" (the pipeline's own)
+    dtype: str
+    model: str
+    requested: tuple[ItemSpec, ...]
+    conditioned_on: str | None = None
+    conditioned_on_sha256: str | None = None
+    strength: float | None = None
+    generation_id: str = field(init=False, default="")
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "generation_id", hashlib.sha256(dumps(self.canonical()).encode()).hexdigest()
+        )
+
+    @property
+    def requested_attributes_json(self) -> str:
+        return dumps([item.requested() for item in self.requested])
+
+    def canonical(self) -> dict[str, Any]:
+        """Everything that determines the image (and its place in the release)."""
+        return {
+            "subset": self.subset,
+            "role": self.role,
+            "item_ids": list(self.item_ids),
+            "mode": self.mode,
+            "prompt": self.prompt,
+            "negative_prompt": self.negative_prompt,
+            "template_version": self.template_version,
+            "seed": self.seed,
+            "steps": self.steps,
+            "guidance": self.guidance,
+            "width": self.width,
+            "height": self.height,
+            "scheduler": self.scheduler,
+            "dtype": self.dtype,
+            "model": self.model,
+            "requested": self.requested_attributes_json,
+            "conditioned_on": self.conditioned_on,
+            "conditioned_on_sha256": self.conditioned_on_sha256,
+            "strength": self.strength,
+        }
+
+    def batch_key(self) -> tuple[Any, ...]:
+        """Requests with equal keys can share one pipeline call."""
+        return (self.mode, self.steps, self.guidance, self.width, self.height, self.strength)
+
+
+class RequestPlanner:
+    """Turns settings, taxonomy and products into the run's ordered requests."""
+
+    def __init__(
+        self,
+        settings: GenerationSettings,
+        taxonomy: TaxonomyLike,
+        templates: PromptTemplates,
+        model_name: str,
+    ):
+        self.settings = settings
+        self.taxonomy = taxonomy
+        self.templates = templates
+        self.model_name = model_name
+        self.chooser = BalancedChooser(f"framing:{settings.seed}")
+
+    def _request(self, **values: Any) -> GenerationRequest:
+        s = self.settings
+        return GenerationRequest(
+            negative_prompt=self.templates.negative_prompt,
+            template_version=self.templates.version,
+            steps=s.steps,
+            guidance=s.guidance,
+            width=s.width,
+            height=s.height,
+            scheduler=s.scheduler or "default",
+            dtype=s.dtype,
+            model=self.model_name,
+            **values,
+        )
+
+    def studio_prompt(self, item: ItemSpec, framing_key: str, index: int) -> str:
+        studio = self.templates.studio
+        framings: list[str] = studio[framing_key]
+        framing = (
+            framings[index % len(framings)]
+            if framing_key == "gallery_framings"
+            else self.chooser.pick(framing_key, framings)
+        )
+        choices = {
+            name: self.chooser.pick(("studio", name), studio[name])
+            for name in self.templates.studio_choice_variables()
+        }
+        variant = int(
+            self.chooser.pick(("variant", framing), [str(i) for i in range(len(studio["framings"][framing]))])
+        )
+        return self.templates.studio_prompt(item, framing, variant, choices)
+
+    def gallery_for(
+        self, subset: Literal["aigen_studio", "aigen_streetlook"], item: ItemSpec
+    ) -> list[GenerationRequest]:
+        return [
+            self._request(
+                subset=subset,
+                role="gallery",
+                item_ids=(item.item_id,),
+                mode="text2img",
+                prompt=self.studio_prompt(item, "gallery_framings", k),
+                seed=derive_seed(self.settings.seed, subset, item.item_id, "gallery", k),
+                requested=(item,),
+            )
+            for k in range(self.settings.gallery_per_item)
+        ]
+
+    def studio(self, products: Sequence[ConditioningProduct]) -> list[GenerationRequest]:
+        s = self.settings
+        subset: Literal["aigen_studio"] = "aigen_studio"
+        requests: list[GenerationRequest] = []
+        items = sample_studio_items(
+            self.taxonomy, s.studio_items, seed=s.seed, attributes_per_item=s.attributes_per_item
+        )
+        for item in items:
+            requests.append(
+                self._request(
+                    subset=subset,
+                    role="query",
+                    item_ids=(item.item_id,),
+                    mode="text2img",
+                    prompt=self.studio_prompt(item, "query_framings", 0),
+                    seed=derive_seed(s.seed, subset, item.item_id, "query", 0),
+                    requested=(item,),
+                )
+            )
+            requests.extend(self.gallery_for(subset, item))
+        for product in self.conditioned_products(products):
+            item = product_item(product.product_key, product.category, product.attributes)
+            requests.append(
+                self._request(
+                    subset=subset,
+                    role="query",
+                    item_ids=(product.product_key,),
+                    mode="img2img",
+                    prompt=self.studio_prompt(item, "query_framings", 0),
+                    seed=derive_seed(s.seed, subset, product.product_key, product.sha256, "conditioned"),
+                    requested=(item,),
+                    conditioned_on=product.product_key,
+                    conditioned_on_sha256=product.sha256,
+                    strength=s.strength,
+                )
+            )
+        return requests
+
+    def conditioned_products(self, products: Sequence[ConditioningProduct]) -> list[ConditioningProduct]:
+        """A seeded `conditioned_share` of the products (at most one request per product key)."""
+        unique = {p.product_key: p for p in sorted(products, key=lambda p: (p.product_key, p.sha256))}
+        ordered = list(unique.values())
+        count = int(len(ordered) * self.settings.conditioned_share)
+        chosen = random.Random(f"conditioned:{self.settings.seed}").sample(ordered, count)
+        return sorted(chosen, key=lambda p: p.product_key)
+
+    def street(self, products: Sequence[ConditioningProduct]) -> list[GenerationRequest]:
+        s = self.settings
+        subset: Literal["aigen_streetlook"] = "aigen_streetlook"
+        product_items = [
+            product_item(p.product_key, p.category, p.attributes) for p in self.conditioned_products(products)
+        ]
+        outfits = sample_outfits(
+            self.taxonomy,
+            self.templates,
+            s.street_looks,
+            seed=s.seed,
+            attributes_per_item=s.attributes_per_item,
+            product_items=product_items,
+            product_share=s.conditioned_share,
+        )
+        requests: list[GenerationRequest] = []
+        for ordinal, outfit in enumerate(outfits):
+            ids = tuple(i.item_id for i in outfit.items)
+            requests.append(
+                self._request(
+                    subset=subset,
+                    role="query",
+                    item_ids=ids,
+                    mode="text2img",
+                    prompt=self.templates.street_prompt(outfit),
+                    seed=derive_seed(s.seed, subset, ordinal, list(ids), "query"),
+                    requested=outfit.items,
+                )
+            )
+            for item in outfit.items:
+                if item.source == "taxonomy":  # a product's gallery is its real photos
+                    requests.extend(self.gallery_for(subset, item))
+        return requests
+
+    def plan(self, products: Sequence[ConditioningProduct] = ()) -> list[GenerationRequest]:
+        """All requests of the run, in a stable order, without duplicate generation_ids."""
+        seen: set[str] = set()
+        ordered: list[GenerationRequest] = []
+        for request in [*self.studio(products), *self.street(products)]:
+            if request.generation_id not in seen:
+                seen.add(request.generation_id)
+                ordered.append(request)
+        return ordered

@@ -1,0 +1,315 @@
+"""The diffusers runner: requests in, images (or per-image errors) out.
+
+`ImageGenerator` loads any text-to-image pipeline with
+`DiffusionPipeline.from_pretrained(model_id_or_path)` (a hub id such as SDXL, SD3 or
+FLUX, or a local folder such as the tiny pipeline) and derives the image-to-image
+pipeline from the same components (`AutoPipelineForImage2Image.from_pipe`).
+
+What a caller may rely on:
+- Each image's initial noise comes from its own CPU `torch.Generator` seeded with the
+  request's seed, so an image depends only on its request, not on its neighbours'
+  seeds. On CPU the same request in the same batch (same `batch_id`) gives a
+  bit-identical image with the same torch thread count; a different batch composition
+  or thread count can change a few pixel values by one level (matrix products round
+  differently), which is why every row records its `batch_id` and `cpu_threads`.
+- One failing image never loses the batch: a failed batch is retried one image at a
+  time and only the images that fail alone are reported as failures, with a reason
+  (`out_of_memory: …`, `nan_output`, or the exception).
+"""
+
+from __future__ import annotations
+
+import inspect
+import io
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from lookbench_live.generation.plan import GenerationRequest
+from PIL import Image
+
+log = logging.getLogger(__name__)
+
+DTYPES = ("float32", "float16", "bfloat16")
+
+
+class GenerationSetupError(RuntimeError):
+    """The pipeline cannot be loaded or configured as asked; the message says what to change."""
+
+
+@dataclass(slots=True)
+class ImageOutcome:
+    """The result of one request: PNG bytes and size, or an error with a reason."""
+
+    request: GenerationRequest
+    png: bytes | None = None
+    width: int | None = None
+    height: int | None = None
+    error: str | None = None
+    seconds: float = 0.0
+    batch_id: str = ""
+    batch_position: int = 0
+    pipeline_class: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.png is not None
+
+
+def png_bytes(image: Image.Image) -> bytes:
+    """Deterministic PNG encoding (no timestamps or text chunks)."""
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", optimize=False)
+    return buffer.getvalue()
+
+
+def default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def describe_error(exc: BaseException) -> str:
+    """A machine-readable reason prefix, then the message."""
+    import torch
+
+    message = " ".join(str(exc).split())[:500]
+    if isinstance(exc, torch.OutOfMemoryError) or "out of memory" in message.lower():
+        return f"out_of_memory: {message}"
+    return f"{type(exc).__name__}: {message}"
+
+
+class ImageGenerator:
+    """A loaded diffusion pipeline that turns batches of requests into images."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        device: str | None = None,
+        dtype: str = "float32",
+        scheduler: str | None = None,
+        attention_slicing: bool = False,
+        cpu_offload: bool = False,
+        cpu_threads: int | None = None,
+    ):
+        if dtype not in DTYPES:
+            raise GenerationSetupError(f"generation.dtype {dtype!r} is not one of {DTYPES}")
+        self.model = model
+        self.device = device or default_device()
+        self.dtype = dtype
+        self.scheduler_name = scheduler
+        self.attention_slicing = attention_slicing
+        self.cpu_offload = cpu_offload
+        # One thread unless asked: CPU bits depend on the thread count, and on busy 2-core
+        # machines two OpenMP threads spin-wait (measured 20-40x slower than one).
+        self.cpu_threads = cpu_threads or 1
+        self._text2img: Any = None
+        self._img2img: Any = None
+
+    # ------------------------------------------------------------------ loading
+    @property
+    def pipeline(self) -> Any:
+        if self._text2img is None:
+            self._text2img = self._load()
+        return self._text2img
+
+    @property
+    def img2img(self) -> Any:
+        if self._img2img is None:
+            from diffusers import AutoPipelineForImage2Image
+
+            try:
+                self._img2img = AutoPipelineForImage2Image.from_pipe(self.pipeline)
+            except (ValueError, KeyError) as exc:
+                raise GenerationSetupError(
+                    f"{type(self.pipeline).__name__} ({self.model}) has no image-to-image counterpart in diffusers; "
+                    "set generation.conditioned_share = 0 or use a model with an Img2Img pipeline"
+                ) from exc
+            self._img2img.set_progress_bar_config(disable=True)
+        return self._img2img
+
+    def _load(self) -> Any:
+        import diffusers
+        import torch
+        from diffusers import DiffusionPipeline
+
+        # diffusers renamed `torch_dtype` to `dtype` (the old name warns since 0.36).
+        new_name = "dtype" if "_resolve_dtype" in vars(diffusers.pipelines.pipeline_utils) else "torch_dtype"
+        try:
+            pipe = DiffusionPipeline.from_pretrained(self.model, **{new_name: getattr(torch, self.dtype)})
+        except (OSError, ValueError) as exc:
+            raise GenerationSetupError(
+                f"cannot load diffusion pipeline {self.model!r}: {exc}. Set generation.model to a local "
+                "pipeline folder or a model id present in the Hugging Face cache (no hub is reachable offline)"
+            ) from exc
+        if self.scheduler_name:
+            scheduler_cls = getattr(diffusers, self.scheduler_name, None)
+            if scheduler_cls is None or not hasattr(scheduler_cls, "from_config"):
+                raise GenerationSetupError(
+                    f"generation.scheduler {self.scheduler_name!r} is not a diffusers scheduler"
+                )
+            pipe.scheduler = scheduler_cls.from_config(pipe.scheduler.config)
+        if self.attention_slicing and hasattr(pipe, "enable_attention_slicing"):
+            pipe.enable_attention_slicing()
+        if self.cpu_offload and self.device != "cpu":
+            try:
+                pipe.enable_model_cpu_offload()
+            except (ImportError, RuntimeError, ValueError) as exc:
+                raise GenerationSetupError(
+                    f"generation.cpu_offload needs the `accelerate` package and a GPU: {exc}"
+                ) from exc
+        else:
+            pipe = pipe.to(self.device)
+        pipe.set_progress_bar_config(disable=True)
+        return pipe
+
+    @property
+    def scheduler_class(self) -> str:
+        return type(self.pipeline.scheduler).__name__
+
+    # ------------------------------------------------------------------ generating
+    def generate(
+        self, requests: Sequence[GenerationRequest], init_images: Sequence[Image.Image | None] | None = None
+    ) -> list[ImageOutcome]:
+        """Images for requests sharing one `batch_key()`; per-image errors, never a lost batch."""
+        if not requests:
+            return []
+        if len({r.batch_key() for r in requests}) != 1:
+            raise ValueError("generate() takes requests with one batch_key(); group them first")
+        images = list(init_images) if init_images is not None else [None] * len(requests)
+        batch_id = batch_identity(requests)
+        try:
+            started = time.perf_counter()
+            arrays = self._call(requests, images)
+            seconds = (time.perf_counter() - started) / len(requests)
+            outcomes = [
+                self._outcome(r, a, seconds, batch_id, i)
+                for i, (r, a) in enumerate(zip(requests, arrays, strict=True))
+            ]
+        except GenerationSetupError:
+            raise  # a configuration problem fails the run, not each image
+        except Exception as exc:
+            self._release_memory()
+            if len(requests) == 1:
+                return [ImageOutcome(requests[0], error=describe_error(exc), batch_id=batch_id)]
+            # Isolate the culprit: one bad prompt or an OOM at this batch size should not
+            # cost its neighbours their images.
+            log.warning(
+                "batch of %d failed (%s); retrying one image at a time", len(requests), describe_error(exc)
+            )
+            outcomes = []
+            for request, image in zip(requests, images, strict=True):
+                outcomes.extend(self.generate([request], [image]))
+        return outcomes
+
+    def _call(self, requests: Sequence[GenerationRequest], images: Sequence[Image.Image | None]) -> list[Any]:
+        import torch
+
+        first = requests[0]
+        img2img = first.mode == "img2img"
+        pipe = self.img2img if img2img else self.pipeline
+        accepted = set(inspect.signature(pipe.__call__).parameters)
+        # CPU generators: the initial noise is the same on every device for a given seed.
+        generators = [torch.Generator(device="cpu").manual_seed(r.seed) for r in requests]
+        kwargs: dict[str, Any] = {
+            "prompt": [r.prompt for r in requests],
+            "num_inference_steps": first.steps,
+            "guidance_scale": first.guidance,
+            "generator": generators,
+            "output_type": "np",
+        }
+        if "negative_prompt" in accepted:
+            kwargs["negative_prompt"] = [r.negative_prompt for r in requests]
+        if img2img:
+            if any(image is None for image in images):
+                raise ValueError("image-to-image request without its conditioning image")
+            kwargs["image"] = [image.convert("RGB").resize((first.width, first.height)) for image in images]  # type: ignore[union-attr]
+            kwargs["strength"] = first.strength
+        else:
+            kwargs["height"], kwargs["width"] = first.height, first.width
+        with torch.inference_mode(), self._threads():
+            output = pipe(**kwargs)
+        arrays = list(output.images)
+        if len(arrays) != len(requests):
+            raise RuntimeError(f"pipeline returned {len(arrays)} images for {len(requests)} prompts")
+        return arrays
+
+    def _outcome(
+        self, request: GenerationRequest, array: Any, seconds: float, batch_id: str, position: int
+    ) -> ImageOutcome:
+        import numpy as np
+
+        pipeline_class = type(self.img2img if request.mode == "img2img" else self.pipeline).__name__
+        values = np.asarray(array, dtype=np.float32)
+        if not np.isfinite(values).all():
+            return ImageOutcome(
+                request,
+                error="nan_output: the pipeline produced NaN or infinite pixels",
+                seconds=seconds,
+                batch_id=batch_id,
+                batch_position=position,
+                pipeline_class=pipeline_class,
+            )
+        # The same rounding as diffusers' numpy_to_pil.
+        pixels = (np.clip(values, 0, 1) * 255).round().astype("uint8")
+        image = Image.fromarray(pixels)
+        return ImageOutcome(
+            request,
+            png=png_bytes(image),
+            width=image.width,
+            height=image.height,
+            seconds=seconds,
+            batch_id=batch_id,
+            batch_position=position,
+            pipeline_class=pipeline_class,
+        )
+
+    @property
+    def threads_used(self) -> int | None:
+        """Torch threads a CPU call runs with (CPU results depend on it); None on GPUs."""
+        if self.device != "cpu":
+            return None
+        return self.cpu_threads
+
+    @contextmanager
+    def _threads(self) -> Iterator[None]:
+        # torch's thread count is process-wide: set it for the call only, so other
+        # stages in the same process keep theirs.
+        if self.device != "cpu":
+            yield
+            return
+        import torch
+
+        previous = torch.get_num_threads()
+        torch.set_num_threads(self.cpu_threads)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(previous)
+
+    def _release_memory(self) -> None:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+def batch_identity(requests: Sequence[GenerationRequest]) -> str:
+    import hashlib
+
+    return hashlib.sha256("\n".join(r.generation_id for r in requests).encode()).hexdigest()
+
+
+def batched(requests: Sequence[GenerationRequest], batch_size: int) -> list[list[GenerationRequest]]:
+    """Consecutive runs of one `batch_key()`, cut at `batch_size`: stable for a stable request list."""
+    batches: list[list[GenerationRequest]] = []
+    groups: dict[tuple[Any, ...], list[GenerationRequest]] = {}
+    for request in requests:
+        groups.setdefault(request.batch_key(), []).append(request)
+    for group in groups.values():
+        batches.extend(group[i : i + batch_size] for i in range(0, len(group), batch_size))
+    return batches

@@ -1,0 +1,326 @@
+"""The generation stage: plan the run's requests, make what is missing, store it in the lake.
+
+`run_generation` reads the `generations` table (to skip finished requests) and lake
+images (conditioning photos); it writes image bytes, `images` rows (owner_kind
+"generation", so generated images enter dedup and annotation like crawled ones) and
+`generations` rows.
+
+Guarantees:
+- Resumable: a request whose `generation_id` already has a `generations` row is never
+  made again. Rows are written per batch, image bytes first, then `images` rows, then
+  `generations` rows (the commit), so a run killed at any point, rerun, makes exactly
+  the missing images and writes no duplicates.
+- Bounded failure: an image that fails (exception, out of memory, NaN output, missing
+  or unreadable conditioning photo) becomes a `generations` row with status "failed"
+  and a reason; the run goes on. A failed request is final for its id: change the
+  seed or the parameters to try again.
+- Setup problems (unloadable model, unknown scheduler, bad templates, or one identical
+  error for every image of the first batch, such as a size the model refuses) raise
+  `GenerationSetupError`/`PromptError` before any row is written.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lookbench_live.dedup.hashing import hash_image
+from lookbench_live.generation.plan import ConditioningProduct, GenerationRequest, RequestPlanner
+from lookbench_live.generation.prompts import PromptTemplates, TaxonomyLike, load_templates
+from lookbench_live.generation.runner import GenerationSetupError, ImageGenerator, ImageOutcome, batched
+from lookbench_live.generation.tiny import ensure_tiny_pipeline, tiny_model_name, tiny_words
+from lookbench_live.schema.records import Generation, ImageRecord, utcnow
+from lookbench_live.schema.taxonomy import Taxonomy
+from lookbench_live.warehouse.lake import Lake, LakeError
+from PIL import Image
+
+from lookbench_live.config import GenerationSettings
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(slots=True)
+class GenerationResult:
+    """What one call of `run_generation` did (counts are requests unless named otherwise)."""
+
+    run_id: str
+    model: str
+    model_is_tiny_local: bool
+    planned: int = 0
+    skipped_existing: int = 0
+    generated: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+    generation_ids: list[str] = field(default_factory=list)  # made ok in this call
+    failures: dict[str, str] = field(default_factory=dict)  # generation_id -> reason
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    name: str  # recorded in `generations.model` and part of every generation_id
+    is_tiny_local: bool
+    words: tuple[str, ...] = ()  # the tiny tokenizer's vocabulary
+
+
+def tiny_cache_dir(lake: Lake) -> Path:
+    """`<lake root>/models` for local lakes; a local cache for object-store lakes
+    (from_pretrained needs a local folder)."""
+    if lake.local:
+        return Path(lake.path("models"))
+    return Path(os.environ.get("LOOKBENCH_CACHE", Path.home() / ".cache" / "lookbench-live")) / "models"
+
+
+def choose_model(
+    settings: GenerationSettings, taxonomy: TaxonomyLike, templates: PromptTemplates
+) -> ModelChoice:
+    """The configured model, or the tiny local pipeline (named without building it)."""
+    if settings.model:
+        return ModelChoice(settings.model, False)
+    words = tiny_words([*templates.words(), *_taxonomy_text(taxonomy)])
+    return ModelChoice(tiny_model_name(words), True, tuple(words))
+
+
+def _taxonomy_text(taxonomy: TaxonomyLike) -> list[str]:
+    texts: list[str] = []
+    for category in taxonomy.category_names():
+        texts.append(category)
+        for group in taxonomy.groups_for(category):
+            texts.extend(taxonomy.values(group))
+    return texts
+
+
+def load_generator(lake: Lake, settings: GenerationSettings, choice: ModelChoice) -> ImageGenerator:
+    """An `ImageGenerator` for the chosen model (building the tiny pipeline once if needed)."""
+    if choice.is_tiny_local:
+        path, _ = ensure_tiny_pipeline(tiny_cache_dir(lake), choice.words)
+        model = str(path)
+    else:
+        model = str(settings.model)
+    return ImageGenerator(
+        model,
+        device=settings.device,
+        dtype=settings.dtype,
+        scheduler=settings.scheduler,
+        attention_slicing=settings.attention_slicing,
+        cpu_offload=settings.cpu_offload,
+        cpu_threads=settings.cpu_threads,
+    )
+
+
+def plan_generation(
+    settings: GenerationSettings,
+    taxonomy: TaxonomyLike,
+    products: Sequence[ConditioningProduct] = (),
+) -> tuple[ModelChoice, list[GenerationRequest]]:
+    """The model and the ordered requests a run would make (no model is loaded)."""
+    templates = load_templates(settings.templates)
+    choice = choose_model(settings, taxonomy, templates)
+    return choice, RequestPlanner(settings, taxonomy, templates, choice.name).plan(products)
+
+
+def run_generation(
+    lake: Lake,
+    settings: GenerationSettings,
+    taxonomy: Taxonomy,
+    run_id: str,
+    *,
+    products: Sequence[ConditioningProduct] = (),
+    progress: Progress | None = None,
+    image_generator: ImageGenerator | None = None,
+    now: dt.datetime | None = None,
+) -> GenerationResult:
+    """Make the AIGen-Studio and AIGen-StreetLook images of this run that are not in the lake yet.
+
+    `products`: annotated real gallery products; up to `settings.conditioned_share` of them
+    get an image-conditioned query (item_ids = [product key]) and may appear in street
+    outfits. `progress(done, total)` is called after each batch. `image_generator` reuses an
+    already loaded pipeline (it must be the model `settings` names). `now` (timezone-aware)
+    stamps `first_seen_at`/`fetched_at` of new rows, so a run "as of" a date lands in that
+    date's release window; default: the current time.
+    """
+    if now is not None and now.tzinfo is None:
+        raise ValueError("run_generation(now=...) must be timezone-aware (UTC)")
+    started = time.perf_counter()
+    choice, requests = plan_generation(settings, taxonomy, products)
+    result = GenerationResult(run_id=run_id, model=choice.name, model_is_tiny_local=choice.is_tiny_local)
+    result.planned = len(requests)
+    done = {key[0] for key in lake.keys(Generation.__table__)}
+    missing = [r for r in requests if r.generation_id not in done]
+    result.skipped_existing = len(requests) - len(missing)
+    processed = result.skipped_existing
+    if progress:
+        progress(processed, len(requests))
+    generator = image_generator
+    for batch in batched(missing, settings.batch_size):
+        if generator is None:
+            generator = load_generator(lake, settings, choice)
+        outcomes = _generate_batch(lake, generator, batch)
+        if not result.generated:
+            _refuse_systematic_failure(outcomes)
+        _commit(lake, outcomes, choice, generator, run_id, result, now or utcnow())
+        processed += len(batch)
+        if progress:
+            progress(processed, len(requests))
+    result.seconds = time.perf_counter() - started
+    log.info(
+        "generation %s: %d planned, %d already stored, %d made, %d failed (%s)",
+        run_id,
+        result.planned,
+        result.skipped_existing,
+        result.generated,
+        result.failed,
+        choice.name,
+    )
+    return result
+
+
+def _refuse_systematic_failure(outcomes: list[ImageOutcome]) -> None:
+    """Before the first success: one identical error for every image (two or more) of a batch
+    is a setup problem (size not divisible by 8, a model too large for the device, an fp16
+    VAE that overflows to NaN), not bad requests. Raise instead of recording each request as
+    failed (failed ids are final). A lone failing image is recorded: it cannot be told apart."""
+    judged = [o for o in outcomes if not (o.error or "").startswith("conditioning_image")]
+    errors = {o.error for o in judged}
+    if len(judged) >= 2 and not any(o.ok for o in judged) and len(errors) == 1 and None not in errors:
+        raise GenerationSetupError(
+            f"every image of the first batch failed with the same error, so nothing was recorded: {errors.pop()}"
+        )
+
+
+def _generate_batch(
+    lake: Lake, generator: ImageGenerator, batch: list[GenerationRequest]
+) -> list[ImageOutcome]:
+    """Conditioning photos are read first; a request whose photo is unusable fails alone."""
+    ready: list[GenerationRequest] = []
+    images: list[Image.Image | None] = []
+    failed: list[ImageOutcome] = []
+    for request in batch:
+        if request.mode != "img2img":
+            ready.append(request)
+            images.append(None)
+            continue
+        try:
+            image = _conditioning_image(lake, request.conditioned_on_sha256)
+        except (LakeError, OSError, ValueError, Image.DecompressionBombError) as exc:
+            failed.append(ImageOutcome(request, error=str(exc)))
+            continue
+        ready.append(request)
+        images.append(image)
+    return [*generator.generate(ready, images), *failed] if ready else failed
+
+
+def _conditioning_image(lake: Lake, sha256: str | None) -> Image.Image:
+    if not sha256:
+        raise ValueError("conditioning_image_missing: the product has no image sha256")
+    try:
+        data = lake.get_image(sha256)
+    except LakeError as exc:
+        raise ValueError(f"conditioning_image_missing: {exc}") from exc
+    try:
+        image = Image.open(io.BytesIO(data))
+        image.load()
+    except Exception as exc:  # Pillow raises many types for bad bytes
+        raise ValueError(
+            f"conditioning_image_unreadable: image {sha256}: {type(exc).__name__}: {exc}"
+        ) from exc
+    return image.convert("RGB")
+
+
+def _commit(
+    lake: Lake,
+    outcomes: list[ImageOutcome],
+    choice: ModelChoice,
+    generator: ImageGenerator,
+    run_id: str,
+    result: GenerationResult,
+    now: dt.datetime,
+) -> None:
+    image_rows: list[ImageRecord] = []
+    generation_rows: list[Generation] = []
+    for outcome in outcomes:
+        request = outcome.request
+        sha = None
+        if outcome.ok and outcome.png is not None:
+            sha = lake.put_image(outcome.png)
+            hashes = hash_image(Image.open(io.BytesIO(outcome.png)))
+            image_rows.append(
+                ImageRecord(
+                    source_url=f"generated://{request.generation_id}",
+                    owner_kind="generation",
+                    owner_id=request.generation_id,
+                    source="generation",
+                    status="ok",
+                    sha256=sha,
+                    width=outcome.width,
+                    height=outcome.height,
+                    format="PNG",
+                    byte_size=len(outcome.png),
+                    phash=hashes.phash,
+                    phash_mirror=hashes.phash_mirror,
+                    dhash=hashes.dhash,
+                    hash_method=hashes.method,
+                    fetched_at=now,
+                    first_seen_at=now,
+                )
+            )
+            result.generated += 1
+            result.generation_ids.append(request.generation_id)
+        else:
+            result.failed += 1
+            result.failures[request.generation_id] = outcome.error or "unknown"
+        generation_rows.append(
+            Generation(
+                generation_id=request.generation_id,
+                subset=request.subset,
+                role=request.role,
+                item_ids=list(request.item_ids),
+                model=choice.name,
+                model_is_tiny_local=choice.is_tiny_local,
+                pipeline_class=outcome.pipeline_class or _pipeline_class_name(generator, request),
+                prompt=request.prompt,
+                negative_prompt=request.negative_prompt,
+                template_version=request.template_version,
+                seed=request.seed,
+                steps=request.steps,
+                guidance=request.guidance,
+                width=request.width,
+                height=request.height,
+                scheduler=_scheduler_name(generator, request),
+                device=generator.device,
+                dtype=request.dtype,
+                requested_attributes_json=request.requested_attributes_json,
+                conditioned_on=request.conditioned_on,
+                conditioned_on_sha256=request.conditioned_on_sha256,
+                strength=request.strength,
+                status="ok" if sha else "failed",
+                error=None if sha else (outcome.error or "unknown"),
+                sha256=sha,
+                first_seen_at=now,
+                run_id=run_id,
+                batch_id=outcome.batch_id or None,
+                batch_position=outcome.batch_position if outcome.batch_id else None,
+                seconds=round(outcome.seconds, 4) if outcome.ok else None,
+                cpu_threads=generator.threads_used,
+            )
+        )
+    # images before generations: the generations row is the commit of the request.
+    lake.append(image_rows)
+    lake.append(generation_rows)
+
+
+def _pipeline_class_name(generator: ImageGenerator, request: GenerationRequest) -> str:
+    loaded = generator._img2img if request.mode == "img2img" else generator._text2img
+    return type(loaded).__name__ if loaded is not None else "unloaded"
+
+
+def _scheduler_name(generator: ImageGenerator, request: GenerationRequest) -> str:
+    loaded = generator._text2img
+    return type(loaded.scheduler).__name__ if loaded is not None else request.scheduler

@@ -1,0 +1,235 @@
+"""Run one site's crawl in a subprocess and report what it added to the lake.
+
+    result = run_crawl(site, crawl, lake_home, run_key="2026-02", since=last_release_time)
+
+The crawl runs as `python -m lookbench_live.scrapers.crawl …` because the Twisted reactor
+cannot restart inside one process. Its state lives under `<lake>/crawl-state/<site>/<run_key>/`
+(the journal, see `journal.py`): calling `run_crawl` again with the same run key after a kill
+resumes it, refetches nothing it finished and writes no duplicate rows; calling it after the
+crawl completed returns the recorded result without crawling.
+
+What a run added is counted from the lake against a baseline taken when the run key was
+first started, so the counts are exact however often the run was interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lookbench_live.warehouse.lake import Lake, atomic_write_bytes
+
+from lookbench_live.config import CrawlSettings, SiteSettings
+
+BASELINE_NAME = "baseline.json"
+RESULT_NAME = "result.json"
+
+
+class CrawlError(RuntimeError):
+    """A crawl subprocess failed or ran out of time; rerunning with the same run key resumes it."""
+
+
+@dataclass(slots=True)
+class CrawlResult:
+    """What one run of one site added to the lake (whole run, across resumes)."""
+
+    site: str
+    run_key: str
+    products_new: int = 0
+    products_changed: int = 0
+    looks_new: int = 0
+    rejections_by_reason: dict[str, int] = field(default_factory=dict)
+    pages: int = 0
+    resumed: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def state_dir(lake: Lake, site: str, run_key: str) -> Path:
+    if not lake.local:
+        raise CrawlError(
+            "crawl state needs a local lake (a folder); object-store lakes are not supported for crawls yet"
+        )
+    safe_key = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_key)
+    return Path(lake.path("crawl-state", site, safe_key))
+
+
+def run_crawl(
+    site: SiteSettings,
+    crawl: CrawlSettings,
+    lake_home: str,
+    run_key: str,
+    *,
+    since: dt.datetime | None = None,
+    jobdir: str | None = None,
+    timeout_s: float = 1800,
+    seen_at: dt.datetime | None = None,
+) -> CrawlResult:
+    """Crawl one site into `Lake(lake_home)` and return what this run added.
+
+    `since`: products whose stated dates are all older, and sitemap entries with an older
+    `lastmod`, are not new work. `seen_at`: the run's logical time, stamped as `first_seen_at`
+    of what it discovers (default: the moment each item is observed), so that a killed run
+    rerun gives the same rows. `jobdir` overrides the state directory. On timeout the
+    subprocess is killed and `CrawlError` raised; a rerun resumes.
+    """
+    lake = Lake(lake_home)
+    directory = Path(jobdir) if jobdir else state_dir(lake, site.name, run_key)
+    directory.mkdir(parents=True, exist_ok=True)
+    os.chmod(directory, 0o700)
+    done = directory / RESULT_NAME
+    if done.exists():
+        return CrawlResult(**json.loads(done.read_text(encoding="utf-8")))
+    baseline_path = directory / BASELINE_NAME
+    resumed = baseline_path.exists()
+    if not resumed:
+        atomic_write_bytes(lake.fs, str(baseline_path), json.dumps(_snapshot(lake, site.name)).encode())
+    command = [
+        sys.executable,
+        "-m",
+        "lookbench_live.scrapers.crawl",
+        "--site",
+        site.model_dump_json(),
+        "--crawl",
+        crawl.model_copy(update={"sites": []}).model_dump_json(),
+        "--lake",
+        lake.home,
+        "--run-key",
+        run_key,
+        "--state-dir",
+        str(directory),
+    ]
+    if since is not None:
+        command += ["--since", since.astimezone(dt.UTC).isoformat()]
+    if seen_at is not None:
+        command += ["--seen-at", seen_at.astimezone(dt.UTC).isoformat()]
+    log_path = directory / "crawl.log"
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent
+        )
+        try:
+            code = process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise CrawlError(
+                f"crawl of {site.name} (run {run_key}) did not finish in {timeout_s:g} s; "
+                f"rerun to resume it (log: {log_path})"
+            ) from None
+    if code != 0:
+        tail = log_path.read_text(encoding="utf-8", errors="replace")[-2000:]
+        raise CrawlError(
+            f"crawl of {site.name} (run {run_key}) exited with status {code}; log {log_path}:\n{tail}"
+        )
+    baseline = json.loads(baseline_path.read_text(encoding="utf-8"))
+    result = _count(lake, site.name, run_key, baseline, directory)
+    result.resumed = resumed
+    atomic_write_bytes(lake.fs, str(done), json.dumps(result.to_json()).encode())
+    return result
+
+
+def _die_with_parent() -> None:
+    """Linux: the crawl gets SIGKILL when the flow process dies (even by SIGKILL), so a killed
+    run leaves no orphan crawl writing to the lake while its rerun starts."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _snapshot(lake: Lake, source: str) -> dict[str, Any]:
+    products = lake.read("products", columns=["source", "product_id", "content_hash"]).to_pylist()
+    looks = lake.read("looks", columns=["source", "look_id"]).to_pylist()
+    return {
+        "products": sorted(
+            {f"{r['product_id']}\t{r['content_hash']}" for r in products if r["source"] == source}
+        ),
+        "looks": sorted({r["look_id"] for r in looks if r["source"] == source}),
+    }
+
+
+def _count(lake: Lake, source: str, run_key: str, baseline: dict[str, Any], directory: Path) -> CrawlResult:
+    from lookbench_live.scrapers.journal import CrawlJournal
+
+    before = set(baseline["products"])
+    before_ids = {entry.split("\t", 1)[0] for entry in before}
+    result = CrawlResult(site=source, run_key=run_key)
+    now = _snapshot(lake, source)
+    for entry in now["products"]:
+        if entry in before:
+            continue
+        product_id = entry.split("\t", 1)[0]
+        if product_id in before_ids:
+            result.products_changed += 1
+        else:
+            result.products_new += 1
+    result.looks_new = len(set(now["looks"]) - set(baseline["looks"]))
+    rejections = lake.read("rejections", columns=["reason", "source", "run_id"]).to_pylist()
+    for row in rejections:
+        if row["source"] == source and row["run_id"] == run_key:
+            result.rejections_by_reason[row["reason"]] = result.rejections_by_reason.get(row["reason"], 0) + 1
+    journal = CrawlJournal(directory)
+    result.pages = journal.pages
+    journal.close()
+    return result
+
+
+# --------------------------------------------------------------------------- the subprocess
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lookbench_live.scrapers.crawl")
+    parser.add_argument("--site", required=True, help="SiteSettings as JSON")
+    parser.add_argument("--crawl", required=True, help="CrawlSettings as JSON")
+    parser.add_argument("--lake", required=True)
+    parser.add_argument("--run-key", required=True)
+    parser.add_argument("--state-dir", required=True)
+    parser.add_argument("--since", default=None)
+    parser.add_argument("--seen-at", default=None)
+    args = parser.parse_args(argv)
+
+    from lookbench_live.scrapers.settings import crawl_settings
+    from lookbench_live.scrapers.spiders import SPIDERS
+    from scrapy.crawler import CrawlerProcess
+
+    site = SiteSettings.model_validate_json(args.site)
+    crawl = CrawlSettings.model_validate_json(args.crawl)
+    if site.platform == "playwright" and not crawl.playwright:
+        from lookbench_live.schema.records import Rejection
+
+        detail = "JavaScript rendering is off (crawl.playwright = false)"
+        print(f"site {site.name}: {detail}", file=sys.stderr)
+        rejection = Rejection(stage="crawl", item=site.base_url, reason="playwright_disabled", detail=detail,
+                              source=site.name, run_id=args.run_key)  # fmt: skip
+        Lake(args.lake).append([rejection])
+        return 0
+    settings = crawl_settings(
+        site, crawl, lake_home=args.lake, run_key=args.run_key, state_dir=args.state_dir
+    )
+    settings["LOOKBENCH_SEEN_AT"] = args.seen_at
+    process = CrawlerProcess(settings=settings, install_root_handler=True)
+    crawler = process.create_crawler(SPIDERS[site.platform])
+    failures: list[str] = []
+    deferred = process.crawl(crawler, site=site.model_dump(), state_dir=args.state_dir, since=args.since)
+    deferred.addErrback(lambda failure: failures.append(failure.getTraceback()))
+    process.start()
+    reason = crawler.stats.get_value("finish_reason") if crawler.stats else None
+    if failures or reason != "finished":
+        print(f"crawl did not finish (finish_reason={reason}):", *failures, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

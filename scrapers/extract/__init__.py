@@ -1,0 +1,95 @@
+"""Pure extraction: a page or API response in, normalized products and looks out.
+
+Nothing here fetches or stores; spiders and the `extract` command call `extract_document`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lookbench_live.scrapers.extract.jsonld import parse_tree
+from lookbench_live.scrapers.extract.looks import extract_looks
+from lookbench_live.scrapers.extract.model import (
+    Extraction,
+    LookData,
+    NormalizedProduct,
+    Problem,
+    parse_datetime,
+)
+from lookbench_live.scrapers.extract.schema_org import extract_schema_org
+from lookbench_live.scrapers.extract.shopify import extract_shopify, is_shopify_payload
+from lookbench_live.scrapers.extract.woocommerce import extract_woocommerce, is_woocommerce_payload
+
+__all__ = [
+    "Extraction",
+    "LookData",
+    "NormalizedProduct",
+    "Problem",
+    "decode_body",
+    "detect_platform",
+    "extract_document",
+    "extract_looks",
+    "extract_schema_org",
+    "extract_shopify",
+    "extract_woocommerce",
+    "parse_datetime",
+]
+
+
+def decode_body(body: bytes, content_type: str | None = None) -> str:
+    """Bytes to text: BOM, then the Content-Type charset, then `<meta charset>`, then sniffing
+    (unknown charset names fall through), as Scrapy's TextResponse does (reliability.md S10)."""
+    from w3lib.encoding import html_to_unicode
+
+    header = content_type if content_type else None
+    _, text = html_to_unicode(header, body)
+    return text
+
+
+def _json(text: str) -> Any:
+    stripped = text.lstrip("\ufeff \t\r\n")
+    if stripped[:1] not in ("{", "["):
+        return None
+    try:
+        return json.loads(stripped)
+    except (ValueError, RecursionError):
+        return None
+
+
+def detect_platform(text: str) -> str:
+    """ "shopify", "woocommerce", "json" (JSON of another shape) or "html", from the content."""
+    data = _json(text)
+    if data is None:
+        return "html"
+    if is_shopify_payload(data):
+        return "shopify"
+    if is_woocommerce_payload(data):
+        return "woocommerce"
+    return "json"
+
+
+def extract_document(text: str, url: str, *, looks: bool = True) -> Extraction:
+    """Products (and looks) of one saved page or API response; the platform is detected."""
+    data = _json(text)
+    if data is not None:
+        if is_shopify_payload(data):
+            return extract_shopify(data, url)
+        if is_woocommerce_payload(data):
+            return extract_woocommerce(data, url)
+        if isinstance(data, list) and not data:
+            return Extraction(platform="json")
+        return Extraction(
+            platform="json", problems=[Problem("unknown_json", "neither Shopify nor WooCommerce")]
+        )
+    tree = parse_tree(text)
+    if tree is None:
+        return Extraction(platform="html", problems=[Problem("unparsable_html", "empty or not HTML")])
+    result = extract_schema_org(text, url, tree=tree)
+    if looks:
+        found = extract_looks(text, url, tree=tree)
+        result.looks = found.looks
+        result.problems.extend(
+            p for p in found.problems if p.reason not in {q.reason for q in result.problems}
+        )
+    return result

@@ -1,0 +1,465 @@
+"""schema.org Product data in an HTML page: JSON-LD first, microdata (extruct) and OpenGraph
+as fallbacks, merged into one normalized product per item shown.
+
+Several Product nodes for one item (one per size or colour, or a `ProductGroup` with
+`hasVariant`) become one product; its colour, images and price are those of the variant
+the page shows (matched by URL, `?variant=`/`?color=`, or SKU), not of the first node.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any
+from urllib.parse import parse_qs, urlsplit, urlunsplit
+
+from lookbench_live.scrapers.extract.jsonld import (
+    id_index,
+    jsonld_scripts,
+    load_script,
+    top_nodes,
+    type_names,
+)
+from lookbench_live.scrapers.extract.model import Extraction, NormalizedProduct, Problem, parse_datetime
+from lookbench_live.scrapers.extract.values import (
+    absolute_url,
+    clean_text,
+    clean_title,
+    color_from_url,
+    find_color,
+    find_material,
+    image_urls,
+    merge_availability,
+    normalize_availability,
+    normalize_brand,
+    parse_price,
+)
+from lxml import html as lxml_html
+
+PRODUCT_TYPES = frozenset({"product", "productgroup", "individualproduct", "productmodel", "someproducts"})
+MAX_PAGE_TEXT = 20_000
+
+
+def extract_schema_org(text: str, url: str, tree: lxml_html.HtmlElement | None = None) -> Extraction:
+    """Products of one HTML page. Bad JSON-LD scripts are counted in `problems`, never fatal."""
+    out = Extraction(platform="schema_org")
+    if tree is None:
+        from lookbench_live.scrapers.extract.jsonld import parse_tree
+
+        tree = parse_tree(text)
+    if tree is None:
+        out.problems.append(Problem("unparsable_html", "no document"))
+        return out
+    lang = tree.get("lang") or _meta(tree, "og:locale")
+    canonical = _canonical(tree, url)
+    nodes: list[dict[str, Any]] = []
+    for script in jsonld_scripts(tree):
+        data, problem = load_script(script)
+        if problem:
+            out.problems.append(problem)
+        if data is not None:
+            nodes.extend(top_nodes(data))
+    products = [n for n in nodes if type_names(n) & PRODUCT_TYPES]
+    source = "jsonld"
+    if not products:
+        products = _microdata_products(text, url)
+        nodes.extend(products)
+        source = "microdata"
+    index = id_index(nodes)
+    groups = _group(products, index)
+    page_text = _page_text(tree) if len(groups) == 1 else None
+    breadcrumbs = _breadcrumbs(nodes)
+    for group_node, members in groups:
+        try:
+            product = _normalize(group_node, members, index, url, canonical, lang, page_text, breadcrumbs)
+        except Exception as exc:  # one odd node never loses the page
+            out.problems.append(Problem("bad_product_node", f"{type(exc).__name__}: {exc}"[:300]))
+            continue
+        product.raw = {"source": source, "nodes": [group_node, *members] if group_node else members}
+        out.products.append(product)
+    if not out.products:
+        product = _opengraph_product(tree, url, canonical, lang)
+        if product is not None:
+            out.products.append(product)
+    return out
+
+
+# --------------------------------------------------------------------------- grouping
+
+
+def _group(
+    products: list[dict[str, Any]], index: dict[str, dict[str, Any]]
+) -> list[tuple[dict[str, Any] | None, list[dict[str, Any]]]]:
+    """(group node or None, member nodes) per item on the page."""
+    groups: list[tuple[dict[str, Any] | None, list[dict[str, Any]]]] = []
+    used: set[int] = set()
+    for node in products:
+        if "productgroup" in type_names(node):
+            members = []
+            for variant in _as_list(node.get("hasVariant")):
+                if isinstance(variant, dict):
+                    resolved = index.get(variant.get("@id"), variant) if len(variant) == 1 else variant
+                    members.append(resolved)
+                    used.add(id(resolved))
+            groups.append((node, members))
+            used.add(id(node))
+    by_key: dict[str, list[dict[str, Any]]] = {}
+    for node in products:
+        if id(node) in used:
+            continue
+        by_key.setdefault(_group_key(node), []).append(node)
+    for members in by_key.values():
+        groups.append((None, members))
+    return groups
+
+
+def _group_key(node: dict[str, Any]) -> str:
+    for key in ("inProductGroupWithID", "productGroupID"):
+        if isinstance(node.get(key), str | int):
+            return f"group:{node[key]}"
+    parent = node.get("isVariantOf")
+    if isinstance(parent, dict) and parent.get("@id"):
+        return f"group:{parent['@id']}"
+    title = clean_title(node.get("name"))
+    return f"name:{title.lower()}" if title else f"node:{id(node)}"
+
+
+def _shown(members: list[dict[str, Any]], url: str) -> dict[str, Any] | None:
+    """The node the page actually shows: its URL or offer URL is the page URL, or its SKU /
+    colour is what the URL selects."""
+    if not members:
+        return None
+    page = _strip_fragment(url)
+    for node in members:
+        urls = [node.get("url"), *[o.get("url") for o in _offers(node)]]
+        matches = any(
+            isinstance(u, str) and _strip_fragment(absolute_url(u, url) or "") == page for u in urls
+        )
+        if matches and ("?" in page or len(members) == 1):
+            return node
+    query = parse_qs(urlsplit(url).query)
+    wanted = {v.lower() for values in query.values() for v in values}
+    if wanted:
+        for node in members:
+            keys = {str(node.get(k, "")).lower() for k in ("sku", "productID", "gtin", "mpn") if node.get(k)}
+            colors = {c.lower() for c in _strings(node.get("color"))}
+            if keys & wanted or colors & wanted:
+                return node
+    return members[0]
+
+
+# --------------------------------------------------------------------------- normalizing
+
+
+def _normalize(
+    group: dict[str, Any] | None,
+    members: list[dict[str, Any]],
+    index: dict[str, dict[str, Any]],
+    url: str,
+    canonical: str,
+    lang: str | None,
+    page_text: str | None,
+    breadcrumbs: list[str],
+) -> NormalizedProduct:
+    shown = _shown(members, url) or group or {}
+    head = group or shown
+    nodes = ([group] if group else []) + members
+    offers = [(node, offer) for node in nodes for offer in _offers(node)]
+    priced = []
+    for node, offer in offers:
+        low, high, currency, availability, list_price = _offer_values(offer, lang)
+        priced.append((node, low, high, currency, availability, list_price))
+    buyable = [p for p in priced if p[1] is not None and p[1] > 0 and p[4] != "OutOfStock"]
+    positive = [p for p in priced if p[1] is not None and p[1] > 0]  # 0 = placeholder, not a price
+    pool = buyable or positive
+    shown_prices = [p for p in pool if p[0] is shown]
+    price = min((p[1] for p in shown_prices), default=None) or min((p[1] for p in pool), default=None)
+    highs = [p[2] or p[1] for p in pool]
+    price_max = max(highs) if highs else None
+    if price is not None and price_max is not None and price_max < price:
+        price_max = price
+    currency = next((p[3] for p in shown_prices if p[3]), None) or next((p[3] for p in pool if p[3]), None)
+    if currency is None:
+        currency = next((p[3] for p in priced if p[3]), None)
+    list_prices = [p[5] for p in (shown_prices or pool) if p[5] is not None]
+    compare = max(list_prices) if list_prices else None
+    if compare is not None and (price is None or compare <= price):
+        compare = None
+    availability = merge_availability(p[4] for p in priced) or merge_availability(
+        normalize_availability(n.get("availability")) for n in nodes
+    )
+    title = clean_title(head.get("name")) or clean_title(shown.get("name"))
+    description = clean_text(head.get("description")) or clean_text(shown.get("description"))
+    color = (
+        next(iter(_strings(shown.get("color"))), None)
+        or next(iter(_strings(head.get("color"))), None)
+        or color_from_url(url)
+        or find_color(title)
+    )
+    material = next(iter(_strings(shown.get("material"))), None) or next(
+        iter(_strings(head.get("material"))), None
+    )
+    if not material:
+        material = find_material(description, page_text, title)
+    images = image_urls(shown.get("image"), url)
+    if group is not None or not images:
+        images += [u for u in image_urls(head.get("image"), url) if u not in images]
+    category = _category(head.get("category") or shown.get("category")) or breadcrumbs
+    product_id = _product_id(group, members, shown, canonical)
+    variants = []
+    if len(nodes) > 1 or group is not None:
+        for node in members:
+            low, _, cur, avail, _ = _offer_values(next(iter(_offers(node)), {}), lang)
+            variants.append(
+                {
+                    "sku": _scalar(node.get("sku")),
+                    "name": clean_title(node.get("name")),
+                    "color": next(iter(_strings(node.get("color"))), None),
+                    "size": next(iter(_strings(node.get("size"))), None),
+                    "price": str(low) if low is not None else None,
+                    "currency": cur,
+                    "availability": avail,
+                    "url": absolute_url(node.get("url"), url),
+                }
+            )
+    return NormalizedProduct(
+        product_id=product_id,
+        url=canonical,
+        platform="schema_org",
+        title=title,
+        brand=normalize_brand(shown.get("brand"), index)
+        or normalize_brand(head.get("brand"), index)
+        or normalize_brand(shown.get("manufacturer"), index),
+        price=price,
+        price_max=price_max if price is not None else None,
+        compare_at_price=compare,
+        currency=currency,
+        availability=availability,
+        category_path=category,
+        color=clean_title(color),
+        material=clean_title(material),
+        description=description,
+        images=images,
+        variants=variants,
+        published_at=parse_datetime(_scalar(head.get("datePublished")) or _scalar(head.get("releaseDate"))),
+        updated_at=parse_datetime(_scalar(head.get("dateModified"))),
+    )
+
+
+def _product_id(
+    group: dict[str, Any] | None, members: list[dict[str, Any]], shown: dict[str, Any], canonical: str
+) -> str:
+    if group is not None:
+        for key in ("productGroupID", "sku", "productID", "mpn"):
+            if _scalar(group.get(key)):
+                return str(_scalar(group[key]))
+    for key in ("inProductGroupWithID", "productGroupID"):
+        if _scalar(shown.get(key)):
+            return str(_scalar(shown[key]))
+    if len(members) == 1:
+        for key in ("sku", "productID", "mpn", "gtin13", "gtin"):
+            if _scalar(shown.get(key)):
+                return str(_scalar(shown[key]))
+    path = urlsplit(canonical).path.rstrip("/")
+    return path or canonical
+
+
+def _offers(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """Offers of a node, with AggregateOffers' nested `offers` flattened beside them."""
+    out: list[dict[str, Any]] = []
+    stack = [(o, 0) for o in _as_list(node.get("offers"))]
+    while stack:
+        offer, depth = stack.pop(0)
+        if not isinstance(offer, dict) or depth > 4:
+            continue
+        out.append(offer)
+        if "offers" in offer:
+            stack.extend((o, depth + 1) for o in _as_list(offer["offers"]))
+    return out
+
+
+def _offer_values(
+    offer: dict[str, Any], lang: str | None
+) -> tuple[Decimal | None, Decimal | None, str | None, str | None, Decimal | None]:
+    """(lowest, highest, currency, availability, list price) of one offer."""
+    specs = [s for s in _as_list(offer.get("priceSpecification")) if isinstance(s, dict)]
+    price = parse_price(offer.get("price"), lang=lang)
+    list_price = None
+    for spec in specs:
+        kind = str(spec.get("priceType") or "").rsplit("/", 1)[-1].lower()
+        value = parse_price(spec.get("price"), lang=lang)
+        if kind in ("listprice", "strikethroughprice", "msrp", "srp"):
+            list_price = value
+        elif price is None:
+            price = value
+    low = parse_price(offer.get("lowPrice"), lang=lang)
+    high = parse_price(offer.get("highPrice"), lang=lang)
+    if price is None or (low is not None and 0 < low < price):
+        price = low
+    currency = offer.get("priceCurrency") or next(
+        (s.get("priceCurrency") for s in specs if s.get("priceCurrency")), None
+    )
+    if isinstance(currency, str) and re.fullmatch(r"[A-Za-z]{3}", currency.strip()):
+        currency = currency.strip().upper()
+    else:
+        currency = None
+    if high is not None and price is not None and high < price:
+        high = None
+    return price, high, currency, normalize_availability(offer.get("availability")), list_price
+
+
+def _category(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, list):
+        out = [c for c in (clean_title(v.get("name") if isinstance(v, dict) else v) for v in value) if c]
+        return out
+    if isinstance(value, dict):
+        value = value.get("name")
+    text = clean_title(value)
+    if not text:
+        return []
+    return [part.strip() for part in re.split(r"\s*(?:>|/|›|»|\|)\s*", text) if part.strip()]
+
+
+def _breadcrumbs(nodes: list[dict[str, Any]]) -> list[str]:
+    for node in nodes:
+        if "breadcrumblist" in type_names(node):
+            elements = sorted(
+                (e for e in _as_list(node.get("itemListElement")) if isinstance(e, dict)),
+                key=lambda e: int(e.get("position") or 0) if str(e.get("position") or 0).isdigit() else 0,
+            )
+            names = []
+            for element in elements:
+                item = element.get("item")
+                name = element.get("name") or (item.get("name") if isinstance(item, dict) else None)
+                if clean_title(name):
+                    names.append(clean_title(name))
+            if names and names[0].lower() in ("home", "start", "accueil", "inicio", "startseite"):
+                names = names[1:]
+            return names[:-1] if len(names) > 1 else names
+    return []
+
+
+# --------------------------------------------------------------------------- fallbacks
+
+
+def _microdata_products(text: str, url: str) -> list[dict[str, Any]]:
+    try:
+        import extruct
+
+        data = extruct.extract(text, base_url=url, syntaxes=["microdata"], uniform=True, errors="ignore")
+    except Exception:
+        return []
+    return [n for n in data.get("microdata", []) if isinstance(n, dict) and type_names(n) & PRODUCT_TYPES]
+
+
+def _meta(tree: lxml_html.HtmlElement, name: str) -> str | None:
+    values = _metas(tree, name)
+    return values[0] if values else None
+
+
+def _metas(tree: lxml_html.HtmlElement, name: str) -> list[str]:
+    out = []
+    for meta in tree.iter("meta"):
+        key = meta.get("property") or meta.get("name")
+        if key and key.strip().lower() == name and meta.get("content") is not None:
+            out.append(meta.get("content").strip())
+    return out
+
+
+def _opengraph_product(
+    tree: lxml_html.HtmlElement, url: str, canonical: str, lang: str | None
+) -> NormalizedProduct | None:
+    og_type = (_meta(tree, "og:type") or "").lower()
+    amount = _meta(tree, "product:price:amount") or _meta(tree, "og:price:amount")
+    if "product" not in og_type and amount is None:
+        return None
+    title = clean_title(_meta(tree, "og:title"))
+    description = clean_text(_meta(tree, "og:description"))
+    price = parse_price(amount, lang=lang)
+    currency = _meta(tree, "product:price:currency") or _meta(tree, "og:price:currency")
+    sale = parse_price(_meta(tree, "product:sale_price:amount"), lang=lang)
+    compare = None
+    if sale is not None and price is not None and sale < price:
+        price, compare = sale, price
+    page_text = _page_text(tree)
+    return NormalizedProduct(
+        product_id=_meta(tree, "product:retailer_item_id")
+        or urlsplit(canonical).path.rstrip("/")
+        or canonical,
+        url=canonical,
+        platform="schema_org",
+        title=title,
+        brand=clean_title(_meta(tree, "product:brand") or _meta(tree, "og:brand")),
+        price=price if price else None,
+        price_max=price if price else None,
+        compare_at_price=compare,
+        currency=currency.strip().upper()
+        if currency and re.fullmatch(r"\s*[A-Za-z]{3}\s*", currency)
+        else None,
+        availability=normalize_availability(
+            _meta(tree, "product:availability") or _meta(tree, "og:availability")
+        ),
+        category_path=_category(_meta(tree, "product:category")),
+        color=clean_title(_meta(tree, "product:color")) or color_from_url(url) or find_color(title),
+        material=clean_title(_meta(tree, "product:material")) or find_material(description, page_text, title),
+        description=description,
+        images=image_urls(_metas(tree, "og:image") + _metas(tree, "og:image:url"), url),
+        raw={"source": "opengraph", "url": url},
+    )
+
+
+def _canonical(tree: lxml_html.HtmlElement, url: str) -> str:
+    for link in tree.iter("link"):
+        if (link.get("rel") or "").strip().lower() == "canonical" and link.get("href"):
+            found = absolute_url(link.get("href"), url)
+            if found:
+                return _strip_fragment(found)
+    og = absolute_url(_meta(tree, "og:url"), url)
+    return _strip_fragment(og or url)
+
+
+def _page_text(tree: lxml_html.HtmlElement) -> str | None:
+    body = tree.find("body")
+    if body is None:
+        return None
+    parts = []
+    for element in body.iter():
+        if element.tag in ("script", "style", "noscript") or not isinstance(element.tag, str):
+            continue
+        if element.text and element.text.strip():
+            parts.append(element.text.strip())
+        if element.tail and element.tail.strip():
+            parts.append(element.tail.strip())
+    return clean_text("\n".join(parts)[:MAX_PAGE_TEXT])
+
+
+def _strip_fragment(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, parts.query, ""))
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _strings(value: Any) -> list[str]:
+    out = []
+    for item in _as_list(value):
+        if isinstance(item, dict):
+            item = item.get("name") or item.get("@value")
+        text = clean_title(item) if isinstance(item, str | int | float) else None
+        if text:
+            out.append(text)
+    return out
+
+
+def _scalar(value: Any) -> Any:
+    if isinstance(value, list):
+        return value[0] if value else None
+    if isinstance(value, dict):
+        return value.get("@value") or value.get("name")
+    return value

@@ -1,0 +1,177 @@
+"""Shopify's public product JSON (`/products.json`, `/collections/<h>/products.json`,
+`/products/<handle>.json`) as normalized products.
+
+Shopify states neither the currency nor the store domain in this JSON: `currency` stays
+None (never invented) and URLs are built from the URL the JSON was fetched from.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+from urllib.parse import urlsplit
+
+from lookbench_live.scrapers.extract.model import Extraction, NormalizedProduct, Problem, parse_datetime
+from lookbench_live.scrapers.extract.values import (
+    clean_text,
+    clean_title,
+    color_from_url,
+    find_color,
+    find_material,
+    image_urls,
+    parse_price,
+)
+
+COLOR_OPTION_NAMES = frozenset({"color", "colour", "farbe", "couleur", "colore", "kleur", "färg"})
+
+
+def is_shopify_payload(data: Any) -> bool:
+    if isinstance(data, dict):
+        if isinstance(data.get("products"), list):
+            return all(
+                isinstance(p, dict) and "handle" in p and "variants" in p for p in data["products"][:3]
+            )
+        product = data.get("product")
+        return isinstance(product, dict) and "handle" in product and "variants" in product
+    return False
+
+
+def store_root(url: str) -> str:
+    """The shop's root URL for building product URLs: everything before `/products.json`,
+    `/collections/…` or `/products/…` (a store can live under a path prefix)."""
+    parts = urlsplit(url)
+    path = parts.path
+    for marker in ("/collections/", "/products.json", "/products/"):
+        if marker in path:
+            path = path[: path.index(marker)]
+            break
+    else:
+        path = path.rsplit("/", 1)[0] if path.endswith(".json") else path.rstrip("/")
+    return f"{parts.scheme}://{parts.netloc}{path.rstrip('/')}"
+
+
+def extract_shopify(data: Any, url: str) -> Extraction:
+    """Products of one Shopify JSON response; `next_page` is True when the page was non-empty."""
+    out = Extraction(platform="shopify")
+    if isinstance(data, dict) and isinstance(data.get("product"), dict):
+        items: list[Any] = [data["product"]]
+    elif isinstance(data, dict) and isinstance(data.get("products"), list):
+        items = data["products"]
+        out.next_page = bool(items)
+    else:
+        out.problems.append(Problem("not_shopify_json", "no 'products' list or 'product' object"))
+        return out
+    root = store_root(url)
+    for item in items:
+        try:
+            product = shopify_product(item, root, url)
+        except Exception as exc:  # one odd product never loses the page
+            out.problems.append(Problem("bad_product", f"{type(exc).__name__}: {exc}"[:300]))
+            continue
+        if product is None:
+            out.problems.append(Problem("bad_product", "product without id or handle"))
+        else:
+            out.products.append(product)
+    return out
+
+
+def shopify_product(item: dict[str, Any], root: str, page_url: str | None = None) -> NormalizedProduct | None:
+    if not isinstance(item, dict) or item.get("id") is None or not item.get("handle"):
+        return None
+    options = [o for o in item.get("options") or [] if isinstance(o, dict)]
+    color_index = next(
+        (i for i, o in enumerate(options) if str(o.get("name", "")).strip().lower() in COLOR_OPTION_NAMES),
+        None,
+    )
+    variants: list[dict[str, Any]] = []
+    for raw in item.get("variants") or []:
+        if not isinstance(raw, dict):
+            continue
+        price = parse_price(raw.get("price"))
+        compare = parse_price(raw.get("compare_at_price"))
+        option_values = [raw.get(f"option{i}") for i in (1, 2, 3) if raw.get(f"option{i}") is not None]
+        variants.append(
+            {
+                "id": str(raw.get("id")) if raw.get("id") is not None else None,
+                "title": clean_title(raw.get("title")),
+                "sku": raw.get("sku") or None,
+                "price": str(price) if price is not None else None,
+                "compare_at_price": str(compare) if compare is not None else None,
+                "available": raw.get("available"),
+                "options": option_values,
+                "color": clean_title(option_values[color_index])
+                if color_index is not None and color_index < len(option_values)
+                else None,
+                "image_id": raw.get("featured_image", {}).get("id")
+                if isinstance(raw.get("featured_image"), dict)
+                else raw.get("image_id"),
+            }
+        )
+    # Placeholder variants priced 0 are not purchasable prices.
+    priced = [v for v in variants if v["price"] is not None and Decimal(v["price"]) > 0]
+    buyable = [v for v in priced if v.get("available") is not False]
+    shown = _shown_variant(variants, page_url) or (buyable or priced or [None])[0]
+    pool = buyable or priced
+    prices = [Decimal(v["price"]) for v in pool]
+    price = Decimal(shown["price"]) if shown and shown.get("price") and Decimal(shown["price"]) > 0 else None
+    if price is None and prices:
+        price = min(prices)
+    price_max = max(prices) if prices else None
+    compare = Decimal(shown["compare_at_price"]) if shown and shown.get("compare_at_price") else None
+    if compare is not None and (price is None or compare <= price):
+        compare = None  # a list price equal to the price is not a sale
+    if any(v.get("available") is True for v in variants):
+        availability: str | None = "InStock"
+    elif variants and all(v.get("available") is False for v in variants):
+        availability = "OutOfStock"
+    else:
+        availability = None
+    images_raw = sorted(
+        (i for i in item.get("images") or [] if isinstance(i, dict)), key=lambda i: i.get("position") or 0
+    )
+    images = image_urls([i.get("src") for i in images_raw], root + "/")
+    if shown and shown.get("image_id") is not None:
+        # The shown variant's own photo comes first (what the page displays).
+        for image in images_raw:
+            if image.get("id") == shown["image_id"]:
+                first = image_urls(image.get("src"), root + "/")
+                images = first + [u for u in images if u not in first]
+                break
+    description = clean_text(item.get("body_html"))
+    title = clean_title(item.get("title"))
+    tags = item.get("tags") or []
+    if isinstance(tags, str):
+        tags = [t.strip() for t in tags.split(",")]
+    color = (shown or {}).get("color") or color_from_url(page_url) or find_color(title, description)
+    product_type = clean_title(item.get("product_type"))
+    return NormalizedProduct(
+        product_id=str(item["id"]),
+        url=f"{root}/products/{item['handle']}",
+        platform="shopify",
+        title=title,
+        brand=clean_title(item.get("vendor")),
+        price=price,
+        price_max=price_max,
+        compare_at_price=compare,
+        currency=None,
+        availability=availability,
+        category_path=[product_type] if product_type else [],
+        color=color,
+        material=find_material(description, title),
+        description=description,
+        tags=[t for t in (clean_title(t) for t in tags) if t],
+        images=images,
+        variants=variants,
+        published_at=parse_datetime(item.get("published_at")) or parse_datetime(item.get("created_at")),
+        updated_at=parse_datetime(item.get("updated_at")),
+        raw=item,
+    )
+
+
+def _shown_variant(variants: list[dict[str, Any]], page_url: str | None) -> dict[str, Any] | None:
+    if not page_url or "variant=" not in page_url:
+        return None
+    from urllib.parse import parse_qs
+
+    wanted = parse_qs(urlsplit(page_url).query).get("variant", [None])[0]
+    return next((v for v in variants if v["id"] == wanted), None)

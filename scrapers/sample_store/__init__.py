@@ -1,0 +1,518 @@
+"""A small fashion store served on 127.0.0.1: the main job's embedded source and the crawl test bed.
+
+    with SampleStore() as store:          # a free port; `store.base_url`
+        sites = sample_sites(store.base_url)
+        truth = store.catalog()           # category + attributes per product
+
+It publishes all four platform shapes (a Shopify-shaped store under `/shopify`, a
+WooCommerce Store API under `/woo`, schema.org product pages with sitemaps and `lastmod`
+under `/schema`, pages built by JavaScript under `/js`), look pages with hotspots under
+`/looks`, a robots.txt with a disallowed path, and the broken pages and images of
+reliability.md (see `catalog.BROKEN_IMAGES`). Images are drawn at first use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from lookbench_live.scrapers.sample_store import images as drawing
+from lookbench_live.scrapers.sample_store import pages
+from lookbench_live.scrapers.sample_store.catalog import (
+    BROKEN_IMAGES,
+    DEFAULT_NOW,
+    LookSpec,
+    ProductSpec,
+    build_catalog,
+    build_looks,
+)
+
+from lookbench_live.config import SiteSettings
+
+__all__ = ["DEFAULT_NOW", "SampleStore", "sample_sites"]
+
+MAX_PAGE_SIZE = 250
+
+
+def sample_sites(base_url: str) -> list[SiteSettings]:
+    """Site configs crawling the sample store at `base_url` (loopback allowed, polite but quick)."""
+    base = base_url.rstrip("/")
+    common: dict[str, Any] = {"allow_private_addresses": True, "download_delay": 0.0, "concurrency": 8}
+    return [
+        SiteSettings(
+            name="sample-shopify",
+            platform="shopify",
+            base_url=f"{base}/shopify",
+            collections=["women"],
+            **common,
+        ),
+        SiteSettings(name="sample-woo", platform="woocommerce", base_url=f"{base}/woo", **common),
+        SiteSettings(
+            name="sample-schema", platform="schema_org", base_url=f"{base}/schema", looks=False, **common
+        ),
+        SiteSettings(
+            name="sample-js", platform="playwright", base_url=f"{base}/js", start_paths=["/js/"], **common
+        ),
+        SiteSettings(
+            name="sample-looks", platform="looks", base_url=f"{base}/looks", look_paths=["/looks/"], **common
+        ),
+    ]
+
+
+class SampleStore:
+    """The store's HTTP server in a background thread; use as a context manager.
+
+    `now` fixes the reference time of every date it publishes (default `DEFAULT_NOW`), so
+    crawl windows are testable. `latency` delays every response (to interrupt crawls in tests).
+    `revision` > 0 changes every fifth product's price (to test changed products).
+    `revision` > 0 changes every fifth product's price (to test changed products).
+    `hits` lists the paths requested, in order.
+    """
+
+    def __init__(
+        self,
+        port: int = 0,
+        *,
+        now: dt.datetime | None = None,
+        latency: float = 0.0,
+        revision: int = 0,
+        host: str = "127.0.0.1",
+    ):
+        self.now = now or DEFAULT_NOW
+        self.latency = latency
+        self.products: list[ProductSpec] = build_catalog(self.now, revision)
+        self.looks: list[LookSpec] = build_looks(self.products, self.now)
+        self._by_id = {p.product_id: p for p in self.products}
+        self._images: dict[str, bytes] = {}
+        self._look_boxes: dict[str, list[tuple[int, int, int, int]]] = {}
+        self._lock = threading.Lock()
+        self.hits: list[str] = []
+        handler = type("Handler", (_Handler,), {"store": self})
+        self._server = _QuietServer((host, port), handler)
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self._server.server_address[0]}:{self.port}"
+
+    def start(self) -> SampleStore:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._server.serve_forever, name="sample-store", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._server.server_close()
+
+    def __enter__(self) -> SampleStore:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def serve_forever(self) -> None:
+        """Serve in the calling thread until interrupted (the `sample-store` command)."""
+        try:
+            self._server.serve_forever()
+        finally:
+            self._server.server_close()
+
+    # ------------------------------------------------------------------ ground truth
+    def catalog(self) -> list[dict[str, Any]]:
+        """Ground truth per product: ids, URLs, category and attribute values, expected price.
+
+        Attribute values use the store's vocabulary (`category`, `attributes`); when the
+        taxonomy module is present, `taxonomy_category` / `taxonomy_attributes` give them in
+        taxonomy values (normalized through `Taxonomy.normalize_*`).
+        """
+        base = self.base_url
+        taxonomy = _taxonomy()
+        out = []
+        for p in self.products:
+            entry: dict[str, Any] = {
+                "product_id": p.product_id,
+                "site": _site_of(p.shape),
+                "platform": p.shape,
+                "url": f"{base}{pages.product_path(p)}",
+                "title": p.title,
+                "brand": p.brand,
+                "category": p.category,
+                "attributes": p.attributes,
+                "price": str(pages.expected_price(p)),
+                "image_urls": [f"{base}{path}" for path in pages.image_paths(p)],
+                "broken_image_urls": [f"{base}{path}" for path in p.broken_images],
+                "published_at": p.published_at.isoformat(),
+                "updated_at": p.updated_at.isoformat(),
+                "in_stock": p.in_stock,
+            }
+            if taxonomy is not None:
+                entry.update(_taxonomy_view(taxonomy, p))
+            out.append(entry)
+        return out
+
+    def looks_truth(self) -> list[dict[str, Any]]:
+        base = self.base_url
+        return [
+            {
+                "look_id": look.look_id,
+                "url": f"{base}/looks/{look.look_id}",
+                "photo_url": f"{base}/img/looks/{look.look_id}.jpg",
+                "product_urls": [f"{base}{pages.product_path(p)}" for p in look.products],
+                "product_ids": [p.product_id for p in look.products],
+                "boxes": [list(b) for b in self.look_boxes(look)],
+            }
+            for look in self.looks
+        ]
+
+    def broken_images(self) -> dict[str, str]:
+        return {f"{self.base_url}{path}": why for path, why in BROKEN_IMAGES.items()}
+
+    # ------------------------------------------------------------------ content
+    def image(self, key: str, make: Any) -> bytes:
+        with self._lock:
+            data = self._images.get(key)
+        if data is None:
+            data = make()
+            with self._lock:
+                self._images[key] = data
+        return data
+
+    def look_boxes(self, look: LookSpec) -> list[tuple[int, int, int, int]]:
+        if look.look_id not in self._look_boxes:
+            self._look_photo(look)
+        return self._look_boxes[look.look_id]
+
+    def _look_photo(self, look: LookSpec) -> bytes:
+        def make() -> bytes:
+            data, boxes = drawing.look_photo(look.products)
+            self._look_boxes[look.look_id] = boxes
+            return data
+
+        return self.image(f"look/{look.look_id}", make)
+
+
+def _site_of(shape: str) -> str:
+    return {
+        "shopify": "sample-shopify",
+        "woocommerce": "sample-woo",
+        "schema_org": "sample-schema",
+        "playwright": "sample-js",
+    }[shape]
+
+
+def _taxonomy() -> Any:
+    try:
+        from lookbench_live.schema.taxonomy import default_taxonomy
+    except ImportError:
+        return None
+    try:
+        return default_taxonomy()
+    except Exception:
+        return None
+
+
+def _taxonomy_view(taxonomy: Any, p: ProductSpec) -> dict[str, Any]:
+    try:
+        category = taxonomy.normalize_category(p.category)
+    except Exception:
+        category = None
+    attributes: dict[str, str] = {}
+    for group, value in p.attributes.items():
+        try:
+            normalized = taxonomy.normalize_value(group, value)
+        except Exception:
+            normalized = None
+        if normalized:
+            attributes[group] = normalized
+    return {"taxonomy_category": category, "taxonomy_attributes": attributes}
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients that hang up (a killed crawl, a timed-out ingester) are normal here.
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    store: SampleStore
+    protocol_version = "HTTP/1.1"
+    server_version = "sample-store/1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read `hits`
+        return
+
+    def do_HEAD(self) -> None:
+        self.do_GET()
+
+    def do_GET(self) -> None:
+        store = self.store
+        with store._lock:
+            store.hits.append(self.path)
+        if store.latency:
+            time.sleep(store.latency)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self._route()
+
+    # ------------------------------------------------------------------ helpers
+    def _send(
+        self, status: int, body: bytes | str, content_type: str, headers: dict[str, str] | None = None
+    ) -> None:
+        data = body.encode() if isinstance(body, str) else body
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def _html(self, body: str, status: int = 200) -> None:
+        self._send(status, body, "text/html; charset=utf-8")
+
+    def _json(self, payload: Any) -> None:
+        self._send(200, json.dumps(payload), "application/json; charset=utf-8")
+
+    def _xml(self, body: str) -> None:
+        self._send(200, body, "application/xml; charset=utf-8")
+
+    def _jpeg(self, data: bytes, headers: dict[str, str] | None = None) -> None:
+        self._send(200, data, "image/jpeg", headers)
+
+    def _not_found(self) -> None:
+        self._html("<html><body><h1>Not found</h1></body></html>", 404)
+
+    # ------------------------------------------------------------------ routes
+    def _route(self) -> None:
+        store = self.store
+        base = store.base_url
+        parts = urlsplit(self.path)
+        path, query = parts.path, parse_qs(parts.query)
+        shape_products = {
+            shape: [p for p in store.products if p.shape == shape] for shape in pages.SHOP_PATHS
+        }
+        if path == "/robots.txt":
+            self._send(
+                200,
+                f"User-agent: *\nDisallow: /schema/private/\n\nSitemap: {base}/schema/sitemap_index.xml\n",
+                "text/plain",
+            )
+        elif path == "/":
+            links = "".join(
+                f'<li><a href="{p}">{p}</a></li>'
+                for p in (
+                    "/shopify/products.json",
+                    "/woo/wp-json/wc/store/v1/products",
+                    "/schema/sitemap_index.xml",
+                    "/js/",
+                    "/looks/",
+                )
+            )
+            self._html(f"<html><body><h1>lookbench-live sample store</h1><ul>{links}</ul></body></html>")
+        # -------------------------------------------------------------- Shopify
+        elif path.startswith("/shopify/"):
+            self._shopify(path, query, shape_products["shopify"], base)
+        # -------------------------------------------------------------- WooCommerce
+        elif path in ("/woo/wp-json/wc/store/v1/products", "/woo/wp-json/wc/store/products"):
+            per_page = _int(query.get("per_page"), 10, 1, 100)
+            page = _int(query.get("page"), 1, 1, 10_000)
+            chunk = shape_products["woocommerce"][(page - 1) * per_page : page * per_page]
+            self._json([pages.woo_product(p, base) for p in chunk])
+        elif path.startswith("/woo/product/"):
+            slug = path.split("/")[3]
+            found = next((p for p in shape_products["woocommerce"] if p.slug == slug), None)
+            self._html(pages.simple_product_page(found, base)) if found else self._not_found()
+        # -------------------------------------------------------------- schema.org
+        elif path.startswith("/schema/"):
+            self._schema(path, shape_products["schema_org"], base)
+        # -------------------------------------------------------------- JavaScript
+        elif path in ("/js", "/js/"):
+            self._html(pages.js_listing(shape_products["playwright"]))
+        elif path.startswith("/js/p/"):
+            found = next((p for p in shape_products["playwright"] if p.slug == path[len("/js/p/") :]), None)
+            self._html(pages.js_page(found, base)) if found else self._not_found()
+        # -------------------------------------------------------------- looks
+        elif path in ("/looks", "/looks/"):
+            links = "".join(
+                f'<li><a href="/looks/{look.look_id}">{look.title}</a></li>' for look in store.looks
+            )
+            self._html(
+                f"<html><head><title>Looks</title></head><body><ul class='looks-index'>{links}</ul></body></html>"
+            )
+        elif path.startswith("/looks/"):
+            look = next((lk for lk in store.looks if lk.look_id == path[len("/looks/") :]), None)
+            self._html(pages.look_page(look, base, store.look_boxes(look))) if look else self._not_found()
+        # -------------------------------------------------------------- images
+        elif path.startswith("/img/"):
+            self._image(path)
+        else:
+            self._not_found()
+
+    def _shopify(
+        self, path: str, query: dict[str, list[str]], products: list[ProductSpec], base: str
+    ) -> None:
+        limit = _int(query.get("limit"), 30, 1, MAX_PAGE_SIZE)
+        page = _int(query.get("page"), 1, 1, 10_000)
+        if path == "/shopify/products.json":
+            chosen = products
+        elif path.startswith("/shopify/collections/") and path.endswith("/products.json"):
+            handle = path.split("/")[3]
+            if handle == "women":
+                chosen = [p for p in products if p.category in ("dress", "skirt", "shirt", "t-shirt")]
+            elif handle == "all":
+                chosen = products
+            else:
+                return self._not_found()
+        elif path.startswith("/shopify/products/"):
+            handle = path[len("/shopify/products/") :]
+            as_json = handle.endswith(".json")
+            found = next((p for p in products if p.slug == handle.removesuffix(".json")), None)
+            if found is None:
+                return self._not_found()
+            if as_json:
+                return self._json({"product": pages.shopify_product(found, base)})
+            return self._html(pages.simple_product_page(found, base))
+        else:
+            return self._not_found()
+        chunk = chosen[(page - 1) * limit : page * limit]
+        self._json({"products": [pages.shopify_product(p, base) for p in chunk]})
+
+    def _schema(self, path: str, products: list[ProductSpec], base: str) -> None:
+        store = self.store
+        if path == "/schema/sitemap_index.xml":
+            entries = [
+                (f"{base}/schema/sitemap-products.xml", store.now.date().isoformat()),
+                (f"{base}/schema/sitemap-looks.xml", None),
+                (f"{base}/schema/sitemap-empty.xml", None),
+                (f"{base}/schema/sitemap_index.xml", None),
+            ]  # fmt: skip  (lists itself: a cycle)
+            self._xml(pages.sitemap_index(entries))
+        elif path == "/schema/sitemap-products.xml":
+            entries = [(f"{base}{pages.product_path(p)}", p.updated_at.isoformat()) for p in products]
+            recent = store.now.isoformat()
+            entries += [
+                (f"{base}/schema/private/unreleased-dress", recent),  # disallowed by robots.txt
+                (f"{base}/schema/p/gone", recent),  # 404
+                (f"{base}/schema/p/flaky", recent),  # 503 every time
+                (f"{base}/schema/p/no-product", recent),  # a page without product data
+                ("http://offsite.invalid/p/elsewhere", recent),  # another host: offsite
+                (f"{base}/schema/p/latin1-mislabelled", recent),  # UTF-8 with BOM, header says latin-1
+                ("", recent),
+            ]
+            self._xml(pages.urlset(entries))
+        elif path == "/schema/sitemap-looks.xml":
+            self._xml(
+                pages.urlset(
+                    [(f"{base}/looks/{lk.look_id}", lk.published_at.isoformat()) for lk in store.looks]
+                )
+            )
+        elif path == "/schema/sitemap-empty.xml":
+            self._send(200, b"", "application/xml")
+        elif path == "/schema/p/gone":
+            self._not_found()
+        elif path == "/schema/p/flaky":
+            self._html("<html><body>Service unavailable</body></html>", 503)
+        elif path == "/schema/p/no-product":
+            self._html(
+                "<html><head><title>About us</title></head><body><p>We sell clothes.</p></body></html>"
+            )
+        elif path == "/schema/p/latin1-mislabelled":
+            page = ('<html><head><script type="application/ld+json">{"@type": "Product", "sku": "latin1", "name": "Crêpe Blouse — Écru",'
+                    '"offers": {"price": "49.00", "priceCurrency": "EUR"}}</script></head><body></body></html>')  # fmt: skip
+            self._send(200, b"\xef\xbb\xbf" + page.encode("utf-8"), "text/html; charset=iso-8859-1")
+        elif path.startswith("/schema/private/"):
+            self._html("<html><body>This page must never be fetched by a polite crawler.</body></html>")
+        elif path.startswith("/schema/p/"):
+            found = next((p for p in products if p.slug == path[len("/schema/p/") :]), None)
+            self._html(pages.schema_page(found, base)) if found else self._not_found()
+        else:
+            self._not_found()
+
+    def _image(self, path: str) -> None:
+        store = self.store
+        parts = path.split("/")
+        if path.startswith("/img/p/") and len(parts) == 5:
+            product = store._by_id.get(parts[3])
+            view = parts[4].removesuffix(".jpg")
+            if product is None or not view.isdigit() or int(view) >= product.photos:
+                return self._not_found()
+            return self._jpeg(
+                store.image(
+                    f"p/{product.product_id}/{view}", lambda: drawing.product_photo(product, int(view))
+                )
+            )
+        if path.startswith("/img/looks/"):
+            look = next((lk for lk in store.looks if f"/img/looks/{lk.look_id}.jpg" == path), None)
+            return self._jpeg(store._look_photo(look)) if look else self._not_found()
+        first = store.products[0]
+        if path == "/img/broken/truncated.jpg":
+            return self._jpeg(store.image("truncated", lambda: drawing.truncated_jpeg(first)))
+        if path == "/img/broken/empty.jpg":
+            return self._jpeg(b"")
+        if path == "/img/broken/page.jpg":
+            return self._jpeg(b"<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>")
+        if path == "/img/broken/bomb.png":
+            return self._send(200, drawing.png_bomb_header(), "image/png")
+        if path == "/img/broken/noai.jpg":
+            return self._jpeg(
+                store.image("noai", lambda: drawing.product_photo(store.products[1], 1)),
+                {"X-Robots-Tag": "noai"},
+            )
+        if path == "/img/broken/wide.jpg":
+            return self._jpeg(store.image("wide", drawing.extreme_aspect_jpeg))
+        if path == "/img/broken/loop.jpg":
+            self.send_response(302)
+            self.send_header("Location", "/img/broken/loop2.jpg")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
+        if path == "/img/broken/loop2.jpg":
+            self.send_response(302)
+            self.send_header("Location", "/img/broken/loop.jpg")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
+        if path == "/img/broken/slow.jpg":
+            data = store.image("slow", lambda: drawing.product_photo(first, 0))
+            self.send_response(200)
+            self.send_header("Content-Type", "image/jpeg")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            # One byte a second, bounded (5 minutes) so a forgotten client cannot pin a thread forever.
+            for i in range(min(len(data), 300)):
+                self.wfile.write(data[i : i + 1])
+                self.wfile.flush()
+                time.sleep(1.0)
+            return None
+        return self._not_found()
+
+
+def _int(values: list[str] | None, default: int, low: int, high: int) -> int:
+    try:
+        value = int(values[0]) if values else default
+    except ValueError:
+        value = default
+    return max(low, min(high, value))

@@ -1,0 +1,138 @@
+"""Scrapy settings for lookbench-live crawls, as data, and their per-site overrides.
+
+`BASE_SETTINGS` holds what never changes; `crawl_settings()` adds one site's politeness and
+limits from the config (`CrawlSettings`, `SiteSettings`).
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+from urllib.parse import urlsplit
+
+from lookbench_live.config import CrawlSettings, SiteSettings
+
+BOT_NAME = "lookbench-live"
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+BASE_SETTINGS: dict[str, Any] = {
+    "BOT_NAME": BOT_NAME,
+    "SPIDER_MODULES": ["lookbench_live.scrapers.spiders"],
+    # Our own robots gate replaces Scrapy's, which fails open (reliability.md §1).
+    "ROBOTSTXT_OBEY": False,
+    "COOKIES_ENABLED": False,
+    # No listening sockets in a crawler process (telnet console, remote-control HTTP server).
+    "TELNETCONSOLE_ENABLED": False,
+    "REMOTE_CONTROL_ENABLED": False,
+    "TWISTED_REACTOR": "twisted.internet.asyncioreactor.AsyncioSelectorReactor",
+    "LOG_LEVEL": "INFO",
+    "DNSCACHE_ENABLED": True,
+    "REDIRECT_MAX_TIMES": 5,
+    "METAREFRESH_MAXDELAY": 30,
+    # Only transient failures are retried (C10, C11): never 404/410/451.
+    "RETRY_ENABLED": True,
+    "RETRY_HTTP_CODES": [408, 429, 500, 502, 503, 504, 522, 524],
+    "DOWNLOADER_MIDDLEWARES": {
+        "lookbench_live.scrapers.middlewares.AddressGuardMiddleware": 50,
+        "lookbench_live.scrapers.middlewares.RobotsGateMiddleware": 100,
+        "lookbench_live.scrapers.middlewares.HostPacingMiddleware": 600,
+        # Offsite requests are refused, and recorded, by the address guard.
+        "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
+    },
+    "ITEM_PIPELINES": {"lookbench_live.scrapers.pipelines.LakePipeline": 300},
+}
+
+
+def user_agent(crawl: CrawlSettings) -> str:
+    return crawl.user_agent.format(contact=crawl.contact_url)
+
+
+def allowed_hosts(site: SiteSettings) -> list[str]:
+    parts = urlsplit(site.base_url)
+    host = (parts.hostname or "").lower()
+    return [host + (f":{parts.port}" if parts.port else "")]
+
+
+def chromium_path() -> str:
+    """Debian's chromium, or a clear error saying how to install it."""
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not path:
+        raise RuntimeError(
+            "the playwright spider needs Debian's chromium, which is not installed: "
+            "run `apt-get install -y chromium` (playwright's own `playwright install` cannot work offline)"
+        )
+    return path
+
+
+def crawl_settings(
+    site: SiteSettings,
+    crawl: CrawlSettings,
+    *,
+    lake_home: str,
+    run_key: str,
+    state_dir: str,
+) -> dict[str, Any]:
+    """All Scrapy settings of one site's crawl."""
+    settings = dict(BASE_SETTINGS)
+    settings.update(
+        {
+            "USER_AGENT": user_agent(crawl),
+            "LOOKBENCH_ROBOTS_AGENT": BOT_NAME,
+            "LOOKBENCH_OBEY_ROBOTS": crawl.obey_robots,
+            "LOOKBENCH_ROBOTS_MAX_BYTES": crawl.robots_max_bytes,
+            "LOOKBENCH_ROBOTS_ERROR_TTL": crawl.robots_error_ttl,
+            "LOOKBENCH_MAX_CRAWL_DELAY": crawl.max_crawl_delay,
+            "LOOKBENCH_MAX_RETRY_AFTER": crawl.max_retry_after,
+            "LOOKBENCH_ALLOW_PRIVATE": site.allow_private_addresses,
+            "LOOKBENCH_ALLOWED_HOSTS": allowed_hosts(site),
+            "LOOKBENCH_LAKE": lake_home,
+            "LOOKBENCH_SOURCE": site.name,
+            "LOOKBENCH_RUN_KEY": run_key,
+            "LOOKBENCH_STATE_DIR": state_dir,
+            "LOOKBENCH_BATCH_SIZE": crawl.batch_size,
+            "LOOKBENCH_MAX_SITEMAP_URLS": crawl.max_sitemap_urls,
+            "AUTOTHROTTLE_ENABLED": crawl.autothrottle,
+            "AUTOTHROTTLE_START_DELAY": max(site.download_delay, 0.1) if crawl.autothrottle else 0,
+            "AUTOTHROTTLE_MAX_DELAY": max(60.0, site.download_delay),
+            "AUTOTHROTTLE_TARGET_CONCURRENCY": float(site.concurrency),
+            "CONCURRENT_REQUESTS": max(16, site.concurrency),
+            "CONCURRENT_REQUESTS_PER_DOMAIN": site.concurrency,
+            "DOWNLOAD_DELAY": site.download_delay,
+            "DOWNLOAD_DELAY_JITTER": 0.5 if site.download_delay > 0 else 0,
+            "DOWNLOAD_TIMEOUT": crawl.download_timeout,
+            "DOWNLOAD_MAXSIZE": crawl.download_maxsize,
+            "DOWNLOAD_WARNSIZE": min(crawl.download_maxsize, 32 * 1024 * 1024),
+            "RETRY_TIMES": crawl.retry_times,
+        }
+    )
+    if site.platform == "playwright":
+        timeout_ms = int(crawl.download_timeout * 1000)
+        settings.update(
+            {
+                "DOWNLOAD_HANDLERS": {
+                    "http": "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler",
+                    "https": "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler",
+                },
+                "PLAYWRIGHT_BROWSER_TYPE": "chromium",
+                "PLAYWRIGHT_LAUNCH_OPTIONS": {
+                    "executable_path": chromium_path(),
+                    "args": CHROMIUM_ARGS,
+                    "headless": True,
+                    "timeout": timeout_ms,
+                },
+                "PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT": timeout_ms,
+                "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT": max(1, min(site.concurrency, 4)),
+                # Sub-requests of a page bypass Scrapy's middlewares (scrapy-playwright README):
+                # each one goes through the address guard here.
+                "PLAYWRIGHT_ABORT_REQUEST": "lookbench_live.scrapers.spiders.playwright_pages.abort_request",
+            }
+        )
+    return settings

@@ -1,0 +1,207 @@
+"""What every lookbench-live spider shares: its site config, the resume journal, the time
+window, and turning extractions and failures into items.
+
+A spider subclass knows one platform: it defines `first_requests()` and callbacks decorated
+with `@journaled`, and yields requests and `CrawlItem`s only (Scrapy's idiom).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import functools
+import json
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import scrapy
+from lookbench_live.scrapers.extract.model import Extraction, NormalizedProduct
+from lookbench_live.scrapers.items import CrawlItem, rejection
+from lookbench_live.scrapers.journal import CrawlJournal
+from lookbench_live.scrapers.middlewares import RefusedRequest
+from scrapy.http import Response
+from scrapy.utils.request import request_from_dict
+from twisted.python.failure import Failure
+
+from lookbench_live.config import SiteSettings
+
+Callback = Callable[..., Iterable[Any] | None]
+
+
+def journaled(method: Callback) -> Callback:
+    """Wrap a callback so its page is logged done only after its requests and items are logged."""
+
+    @functools.wraps(method)
+    def wrapper(self: SiteSpider, response: Response, **kwargs: Any) -> Iterator[Any]:
+        try:
+            outputs = list(method(self, response, **kwargs) or [])
+        except Exception as exc:  # a parser bug on one page never ends the crawl
+            self.logger.exception("callback failed on %s", response.url)
+            outputs = [
+                rejection(response.url, "parse_error", f"{type(exc).__name__}: {exc}", stage="extract")
+            ]
+        yield from self.log_outputs(response.request, outputs, page=True)
+
+    return wrapper
+
+
+class SiteSpider(scrapy.Spider):
+    """Base of the platform spiders. Arguments come from `crawl.py` as JSON-safe values."""
+
+    platform = ""
+
+    def __init__(self, site: dict[str, Any], state_dir: str, since: str | None = None, **kwargs: Any):
+        self.site = SiteSettings.model_validate(site)
+        super().__init__(name=self.site.name, **kwargs)
+        self.since = dt.datetime.fromisoformat(since) if since else None
+        self.journal = CrawlJournal(state_dir)
+        self.base = self.site.base_url.rstrip("/")
+        self.scheduled = 0
+
+    # ------------------------------------------------------------------ start / resume
+    async def start(self) -> AsyncIterator[Any]:
+        if self.journal.started:
+            # A rerun of a killed crawl: continue from what was pending, fetch nothing done.
+            for data in list(self.journal.unfinished()):
+                yield request_from_json(data, self)
+            return
+        requests = list(self.first_requests())
+        for request in requests:
+            self._log_pending(request)
+        self.journal.mark_started()
+        for request in requests:
+            yield request
+
+    def first_requests(self) -> Iterable[scrapy.Request]:
+        raise NotImplementedError
+
+    def closed(self, reason: str) -> None:
+        self.journal.close()
+
+    def request(self, url: str, callback: Callback, **kwargs: Any) -> scrapy.Request:
+        kwargs.setdefault("errback", self.on_error)
+        return scrapy.Request(url, callback=callback, **kwargs)
+
+    def under_base(self, url: str) -> bool:
+        """True when `url` is on the site's host and under its base path."""
+        base, other = urlsplit(self.base), urlsplit(url)
+        return other.netloc == base.netloc and other.path.startswith(base.path or "/")
+
+    # ------------------------------------------------------------------ journal
+    def _fingerprint(self, request: scrapy.Request) -> str:
+        return self.crawler.request_fingerprinter.fingerprint(request).hex()
+
+    def _log_pending(self, request: scrapy.Request) -> None:
+        self.journal.add_pending(self._fingerprint(request), request_to_json(request, self))
+
+    def log_outputs(self, request: scrapy.Request, outputs: list[Any], *, page: bool) -> Iterator[Any]:
+        keep: list[Any] = []
+        for output in outputs:
+            if isinstance(output, scrapy.Request):
+                fingerprint = self._fingerprint(output)
+                if fingerprint in self.journal.done:
+                    continue  # finished by an earlier, killed process
+                if self.scheduled >= self.site.max_pages:
+                    self.crawler.stats.inc_value("lookbench/max_pages_reached")
+                    continue
+                self.scheduled += 1
+                self._log_pending(output)
+            elif isinstance(output, CrawlItem):
+                self.journal.add_item(output)
+            keep.append(output)
+        self.journal.mark_done(self._fingerprint(request), page=page)
+        yield from keep
+
+    # ------------------------------------------------------------------ items
+    def in_window(self, product: NormalizedProduct) -> bool:
+        """False for a product whose stated dates are all before `since` (not new work)."""
+        if self.since is None:
+            return True
+        dates = [d for d in (product.published_at, product.updated_at) if d is not None]
+        return not dates or max(dates) >= self.since
+
+    def items_from(
+        self, extraction: Extraction, url: str, *, looks: bool | None = None
+    ) -> Iterator[CrawlItem]:
+        for product in extraction.products:
+            if self.in_window(product):
+                yield CrawlItem("product", product.to_json())
+            else:
+                self.crawler.stats.inc_value("lookbench/products_before_window")
+        if looks if looks is not None else self.site.looks:
+            for look in extraction.looks:
+                yield CrawlItem("look", look.to_json())
+        for problem in extraction.problems:
+            yield rejection(url, problem.reason, problem.detail, stage="extract")
+
+    # ------------------------------------------------------------------ failures
+    def on_error(self, failure: Failure) -> Iterator[Any]:
+        request = failure.request  # type: ignore[attr-defined]
+        reason, detail = failure_reason(failure)
+        self.crawler.stats.inc_value(f"lookbench/rejected/{reason}")
+        outputs: list[Any] = [rejection(request.url, reason, detail)]
+        fallback = request.meta.get("fallback_url")
+        if fallback and reason in ("http_404", "http_410"):
+            outputs.append(self.request(fallback, request.callback, meta={"page": 1}))
+        yield from self.log_outputs(request, outputs, page=False)
+
+
+def request_to_json(request: scrapy.Request, spider: scrapy.Spider) -> dict[str, Any]:
+    """A request as JSON-safe data (bytes as base64; meta limited to JSON values)."""
+    data = request.to_dict(spider=spider)
+    data["body"] = base64.b64encode(data.get("body") or b"").decode()
+    data["headers"] = {
+        _text(key): [_text(v) for v in (values if isinstance(values, list) else [values])]
+        for key, values in (data.get("headers") or {}).items()
+    }
+    meta = {}
+    for key, value in (data.get("meta") or {}).items():
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            continue  # runtime state (slots, timers) is rebuilt by the next process
+        meta[key] = value
+    data["meta"] = meta
+    return data
+
+
+def request_from_json(data: dict[str, Any], spider: scrapy.Spider) -> scrapy.Request:
+    values = dict(data)
+    values["body"] = base64.b64decode(values.get("body") or "")
+    return request_from_dict(values, spider=spider)
+
+
+def _text(value: Any) -> str:
+    return value.decode("latin-1") if isinstance(value, bytes) else str(value)
+
+
+def failure_reason(failure: Failure) -> tuple[str, str]:
+    """A machine-readable reason for a failed request, and a short detail."""
+    exc = failure.value
+    if isinstance(exc, RefusedRequest):
+        return exc.reason, exc.detail
+    response = getattr(exc, "response", None)
+    if response is not None and hasattr(response, "status"):
+        return (
+            f"http_{response.status}",
+            f"HTTP {response.status} after retries" if response.status >= 500 else "",
+        )
+    name = type(exc).__name__
+    table = {
+        "DownloadTimeoutError": "timeout",
+        "TimeoutError": "timeout",
+        "TCPTimedOutError": "timeout",
+        "CannotResolveHostError": "dns_error",
+        "DNSLookupError": "dns_error",
+        "DownloadConnectionRefusedError": "connection_refused",
+        "ConnectionRefusedError": "connection_refused",
+        "ResponseDataLossError": "data_loss",
+        "DownloadCancelledError": "max_size" if "size" in str(exc).lower() else "cancelled",
+        "DownloadFailedError": "download_failed",
+        "IgnoreRequest": "ignored",
+    }
+    reason = table.get(name)
+    if reason is None:
+        reason = "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
+    return reason, str(exc)[:300]

@@ -1,0 +1,62 @@
+"""Shared helpers for the generation tests: small settings and one tiny pipeline per session.
+
+The pipeline is built and loaded once per process (cached here, not in a fixture, so
+every test module that imports these helpers shares it).
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import shutil
+import tempfile
+from pathlib import Path
+
+from lookbench_live.generation.prompts import load_templates
+from lookbench_live.generation.runner import ImageGenerator
+from lookbench_live.generation.synthesis import choose_model
+from lookbench_live.generation.tiny import ensure_tiny_pipeline
+from lookbench_live.schema.taxonomy import Taxonomy, default_taxonomy
+
+from lookbench_live.config import GenerationSettings
+
+
+def small_settings(**overrides: object) -> GenerationSettings:
+    """32×32 pixels, 2 steps: every code path, a fraction of a second per image."""
+    values: dict[str, object] = {
+        "width": 32,
+        "height": 32,
+        "steps": 2,
+        "batch_size": 2,
+        "studio_items": 2,
+        "street_looks": 1,
+        "gallery_per_item": 1,
+        "device": "cpu",
+        "cpu_threads": 1,
+    }
+    values.update(overrides)
+    return GenerationSettings.model_validate(values)
+
+
+@functools.cache
+def taxonomy() -> Taxonomy:
+    return default_taxonomy()
+
+
+@functools.cache
+def tiny_dir() -> Path:
+    """The tiny pipeline the embedded default would build, in a per-process folder."""
+    choice = choose_model(GenerationSettings(), taxonomy(), load_templates())
+    cache = Path(tempfile.mkdtemp(prefix="lookbench-tiny-"))
+    atexit.register(shutil.rmtree, cache, ignore_errors=True)
+    path, name = ensure_tiny_pipeline(cache, choice.words)
+    assert name == choice.name
+    return path
+
+
+@functools.cache
+def tiny_generator() -> ImageGenerator:
+    # One thread: on a busy 2-core machine two OpenMP threads spin-wait (measured 40× slower).
+    generator = ImageGenerator(str(tiny_dir()), device="cpu", cpu_threads=1)
+    generator.pipeline  # noqa: B018 - load now, once
+    return generator

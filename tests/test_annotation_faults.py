@@ -1,0 +1,232 @@
+"""Every failure mode of the VLM annotator, against the vLLM-like loopback server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+from annotation_fixtures import build_lake
+from lookbench_live.annotation.endpoint import ChatEndpoint, RequestFailed
+from lookbench_live.annotation.loopback_server import LoopbackServer
+from lookbench_live.annotation.run import AnnotationError, run_annotation
+from lookbench_live.schema.records import Annotation
+from lookbench_live.schema.taxonomy import default_taxonomy
+
+from lookbench_live.config import AnnotationSettings
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+TAXONOMY = default_taxonomy()
+LOOK_TRUTH = [
+    {"category": "shirt", "box": [0.1, 0.05, 0.9, 0.5]},
+    {"category": "pants", "box": [0.2, 0.5, 0.8, 0.98]},
+]
+
+
+@pytest.fixture
+def fx(tmp_path: Path):
+    return build_lake(tmp_path / "lake")
+
+
+@pytest.fixture
+def server(fx):
+    with LoopbackServer(model="m", grounding={fx.shas["look"]: LOOK_TRUTH}, hang_seconds=3) as srv:
+        yield srv
+
+
+def settings(server: LoopbackServer, **overrides) -> AnnotationSettings:
+    values = dict(
+        base_url=server.base_url,
+        model="m",
+        timeout=0.5,
+        max_retries=2,
+        retry_base_delay=0.01,
+        retry_max_delay=0.05,
+        flush_rows=4,
+        concurrency=4,
+    )
+    values.update(overrides)
+    return AnnotationSettings(**values)
+
+
+def rows(lake, sha: str, task: str = "attributes") -> list[Annotation]:
+    return [a for a in lake.records("annotations") if a.sha256 == sha and a.task == task]  # type: ignore[misc]
+
+
+def test_clean_run_annotates_every_kept_image_and_links_look_crops(fx, server):
+    result = run_annotation(fx.lake, settings(server), TAXONOMY, "r1")
+    assert result.mode == "vlm" and result.complete and not result.failed
+    assert server.requests_for(fx.shas["dropped"]) == 0  # dropped by dedup: never annotated
+    crops = {a.item_ref: a for a in rows(fx.lake, fx.shas["look"]) if a.bbox}
+    assert set(crops) == {fx.keys["1002"], fx.keys["1003"]}
+    assert crops[fx.keys["1002"]].category == "shirt"
+    x0, y0, x1, y1 = (int(v) for v in crops[fx.keys["1003"]].bbox.split(","))
+    # Boxes come back in pixels of the original 400x600 photo, not of the resized image sent.
+    assert all(abs(a - b) <= 3 for a, b in zip((x0, y0, x1, y1), (80, 300, 320, 588), strict=True))
+    dress = rows(fx.lake, fx.shas["p1001"])[0]
+    assert dress.status == "ok" and dress.category == "dress" and dress.item_ref == fx.keys["1001"]
+    assert dress.prior_agreement["category"] == "agree" and dress.prompt_tokens and dress.completion_tokens
+    assert result.requests == server.total and result.prompt_tokens > 0
+    # A new prompt version (here: a new pixel budget) annotates again; the same one sends nothing.
+    server.reset_counts()
+    again = run_annotation(fx.lake, settings(server), TAXONOMY, "r2")
+    assert server.total == 0 and again.rows_written == 0 and again.skipped_existing == result.ok
+    run_annotation(fx.lake, settings(server, max_pixels=256 * 28 * 28), TAXONOMY, "r3")
+    assert server.requests_for(fx.shas["p1001"]) == 1
+
+
+def test_429_is_retried_after_retry_after(fx, server):
+    server.state.retry_after = 0.05
+    server.inject(fx.shas["p1001"], "429", "429")
+    run_annotation(fx.lake, settings(server), TAXONOMY, "r1")
+    [row] = rows(fx.lake, fx.shas["p1001"])
+    assert row.status == "ok" and row.attempts == 3
+    assert server.requests_for(fx.shas["p1001"]) == 3
+
+
+def test_retry_after_header_sets_the_backoff(fx, server):
+    server.state.retry_after = 7
+    server.inject("x" * 64, "429")
+    delays: list[float] = []
+
+    async def record(delay: float) -> None:
+        delays.append(delay)
+
+    async def go() -> None:
+        endpoint = ChatEndpoint(
+            base_url=server.base_url,
+            model="m",
+            api_key=None,
+            timeout=2,
+            max_retries=1,
+            concurrency=1,
+            retry_base_delay=0.01,
+            max_retry_after=60,
+        )
+        endpoint.sleep = record
+        schema = {"type": "object", "properties": {"a": {"type": "string", "enum": ["x"]}}}
+        reply = await endpoint.complete(
+            [], schema_name="t", schema=schema, max_tokens=16, request_id="x" * 64 + "||t"
+        )
+        await endpoint.close()
+        assert reply.attempts == 2 and '"a":"x"' in reply.text
+
+    asyncio.run(go())
+    assert delays and delays[0] >= 7  # waited what the server asked, not the 10 ms base delay
+
+
+def test_500_is_retried_and_a_persistent_500_is_retried_next_run(fx, server):
+    server.inject(fx.shas["p1001"], "500")
+    server.inject(fx.shas["p1002"], "503", sticky=True)
+    result = run_annotation(fx.lake, settings(server), TAXONOMY, "r1")
+    assert rows(fx.lake, fx.shas["p1001"])[0].attempts == 2
+    assert server.requests_for(fx.shas["p1002"]) == 3  # 1 + max_retries
+    assert result.retry_later == {"llm_http_503": 1} and not result.complete
+    assert rows(fx.lake, fx.shas["p1002"]) == []  # not stored as done …
+    rejected = [r for r in fx.lake.records("rejections") if r.reason == "llm_http_503"]
+    assert len(rejected) == 1 and rejected[0].item.startswith(fx.shas["p1002"])
+    server.state.sticky.clear()
+    server.reset_counts()
+    again = run_annotation(fx.lake, settings(server), TAXONOMY, "r2")
+    assert rows(fx.lake, fx.shas["p1002"])[0].status == "ok"  # … so the next run does it
+    assert server.total == 1 and again.complete
+
+
+def test_a_hanging_server_times_out(fx, server):
+    server.inject(fx.shas["p1001"], "hang", sticky=True)
+    result = run_annotation(fx.lake, settings(server, timeout=0.3, max_retries=1), TAXONOMY, "r1")
+    assert result.retry_later == {"llm_timeout": 1}
+    assert server.requests_for(fx.shas["p1001"]) == 2
+    assert rows(fx.lake, fx.shas["p1001"]) == []
+    assert result.ok > 0  # the other images went on
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        ("invalid_json", "llm_invalid_json"),
+        ("oov", "llm_schema_violation"),
+        ("missing", "llm_schema_violation"),
+        ("bad_main", "llm_schema_violation"),
+        ("truncated", "llm_truncated"),
+    ],
+)
+def test_invalid_answers_are_retried_once_then_recorded_with_raw_text(fx, server, fault, reason):
+    server.state.keep_bodies = True
+    server.inject(fx.shas["p1001"], fault, sticky=True)
+    server.inject(fx.shas["p1002"], fault)  # once: the retry with the error stated fixes it
+    result = run_annotation(fx.lake, settings(server), TAXONOMY, "r1")
+    [failed] = rows(fx.lake, fx.shas["p1001"])
+    assert failed.status == "failed" and failed.error == reason and failed.raw_response
+    assert failed.attributes == {} and failed.error_detail
+    assert server.requests_for(fx.shas["p1001"]) == 2  # the answer and one corrected retry, no more
+    assert result.failed == {reason: 1}
+    [fixed] = rows(fx.lake, fx.shas["p1002"])
+    assert fixed.status == "ok" and fixed.attempts == 2
+    retry = [
+        b
+        for b in server.state.bodies
+        if b["messages"][-1]["role"] == "user" and "rejected" in str(b["messages"][-1])
+    ]
+    assert retry, "the retry states the error"
+    if fault == "truncated":
+        assert {b["max_tokens"] for b in retry} == {2 * settings(server).max_tokens}
+
+
+def test_a_box_outside_the_image_is_an_error_not_a_crop(fx, server):
+    server.inject(fx.shas["look"], "box_outside", sticky=True)
+    result = run_annotation(fx.lake, settings(server), TAXONOMY, "r1")
+    [grounding] = rows(fx.lake, fx.shas["look"], "grounding")
+    assert grounding.status == "failed" and grounding.error == "llm_box_outside_image"
+    assert rows(fx.lake, fx.shas["look"]) == []  # no crop was annotated
+    assert result.failed == {"llm_box_outside_image": 1}
+
+
+def test_400_is_recorded_once_and_not_retried(fx, server):
+    server.inject(fx.shas["p1001"], "400", sticky=True)
+    result = run_annotation(fx.lake, settings(server), TAXONOMY, "r1")
+    assert server.requests_for(fx.shas["p1001"]) == 1
+    [row] = rows(fx.lake, fx.shas["p1001"])
+    assert row.status == "failed" and row.error == "llm_http_400"
+    assert result.failed == {"llm_http_400": 1}
+
+
+def test_401_stops_the_run_with_a_clear_error(fx, server):
+    server.inject(fx.shas["p1001"], "401", sticky=True)
+    with pytest.raises(AnnotationError, match="refused the credentials"):
+        run_annotation(fx.lake, settings(server, concurrency=1), TAXONOMY, "r1")
+    assert server.requests_for(fx.shas["p1001"]) == 1
+
+
+def test_unreachable_endpoint_fails_fast(fx):
+    with pytest.raises(AnnotationError, match="not answering"):
+        run_annotation(
+            fx.lake, AnnotationSettings(base_url="http://127.0.0.1:9/v1", timeout=0.5), TAXONOMY, "r1"
+        )
+
+
+def test_request_cap_defers_work_to_the_next_run(fx, server):
+    result = run_annotation(fx.lake, settings(server, max_requests_per_run=3, concurrency=1), TAXONOMY, "r1")
+    assert server.total == 3 and result.requests == 3
+    assert result.deferred > 0 and result.stopped_reason and not result.complete
+    server.reset_counts()
+    again = run_annotation(fx.lake, settings(server), TAXONOMY, "r2")
+    assert again.complete and server.total == again.requests
+    done = {(a.sha256, a.bbox, a.task) for a in fx.lake.records("annotations")}
+    assert len(done) == len(list(fx.lake.records("annotations")))
+
+
+def test_spend_cap_stops_sending(fx, server):
+    result = run_annotation(
+        fx.lake,
+        settings(server, max_cost_usd=0.0001, prompt_price_per_mtok=1000.0, concurrency=1),
+        TAXONOMY,
+        "r1",
+    )
+    assert result.cost_usd >= 0.0001 and result.deferred > 0 and "spend cap" in (result.stopped_reason or "")
+
+
+def test_endpoint_request_failed_carries_reason():
+    error = RequestFailed("llm_http_404", "no such model", transient=False, attempts=1)
+    assert error.reason == "llm_http_404" and "no such model" in str(error)

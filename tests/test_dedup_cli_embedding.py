@@ -1,0 +1,105 @@
+"""`lookbench-live hash` and the optional embedding stage (tiny random ViT built offline)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from lookbench_live.dedup import run_dedup
+from lookbench_live.dedup.calibration import jpeg
+from lookbench_live.dedup.hashing import HASH_METHOD, hash_bytes
+from lookbench_live.warehouse.lake import Lake
+from test_dedup_decide import add, decisions, photo
+from typer.testing import CliRunner
+
+from lookbench_live.cli import app
+from lookbench_live.config import DedupSettings
+
+
+def test_hash_command_writes_the_documented_columns(tmp_path: Path) -> None:
+    folder = tmp_path / "dataset" / "sub"
+    folder.mkdir(parents=True)
+    (folder / "a.jpg").write_bytes(jpeg(photo(0)))
+    (folder / "b.png").write_bytes(b"broken")
+    single = tmp_path / "c.jpeg"
+    single.write_bytes(jpeg(photo(1)))
+    out = tmp_path / "hashes.parquet"
+    result = CliRunner().invoke(app, ["hash", str(tmp_path / "dataset"), str(single), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "hashed 2 images" in result.output and "1 files skipped" in result.output
+    table = pq.read_table(out)
+    assert table.column_names == ["path", "sha256", "phash", "phash_mirror", "method"]
+    rows = {Path(r["path"]).name: r for r in table.to_pylist()}
+    expected = hash_bytes(jpeg(photo(1)))
+    assert (
+        rows["c.jpeg"]["phash"] == expected.phash and rows["c.jpeg"]["phash_mirror"] == expected.phash_mirror
+    )
+    assert all(len(r["phash"]) == 16 and r["phash"] == r["phash"].lower() for r in rows.values())
+    assert {r["method"] for r in rows.values()} == {HASH_METHOD}
+
+
+def test_hash_command_refuses_a_missing_path(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["hash", str(tmp_path / "nope"), "--out", str(tmp_path / "h.parquet")])
+    assert result.exit_code != 0
+    assert not (tmp_path / "h.parquet").exists()
+
+
+def test_dedup_command_prints_a_summary(tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "lake")
+    add(lake, jpeg(photo(0)), "shop:a")
+    result = CliRunner().invoke(app, ["dedup", "--home", lake.home, "--run-id", "cli"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert (summary["pending"], summary["kept"], summary["written"]) == (1, 1, 1)
+
+
+@pytest.fixture(scope="module")
+def tiny_vit(tmp_path_factory: pytest.TempPathFactory) -> str:
+    from transformers import ViTConfig, ViTImageProcessor, ViTModel
+
+    folder = tmp_path_factory.mktemp("tiny-vit")
+    config = ViTConfig(
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        image_size=32,
+        patch_size=8,
+    )
+    ViTModel(config).save_pretrained(folder)
+    ViTImageProcessor(size={"height": 32, "width": 32}).save_pretrained(folder)
+    return str(folder)
+
+
+def test_embedding_stage_drops_what_hashes_keep(tmp_path: Path, tiny_vit: str) -> None:
+    def lake_with_two_garments(name: str) -> tuple[Lake, str, str]:
+        lake = Lake(tmp_path / name)
+        return lake, add(lake, jpeg(photo(0)), "shop:a"), add(lake, jpeg(photo(2)), "shop:b", hours=1)
+
+    lake, first, second = lake_with_two_garments("hash-only")
+    run_dedup(lake, DedupSettings(), "r")
+    assert {d["decision"] for d in decisions(lake).values()} == {"kept"}  # hashes tell them apart
+
+    lake, first, second = lake_with_two_garments("loose")
+    # A random model finds everything similar: a tiny threshold makes the second a duplicate.
+    run_dedup(lake, DedupSettings(embedding_model=tiny_vit, embedding_threshold=1e-6), "r")
+    got = decisions(lake)
+    assert got[first]["decision"] == "kept"
+    assert (got[second]["reason"], got[second]["matched_sha256"]) == ("near_in_run", first)
+    assert 1e-6 < got[second]["similarity"] <= 1.0 + 1e-6
+
+    lake, first, second = lake_with_two_garments("strict")
+    run_dedup(lake, DedupSettings(embedding_model=tiny_vit, embedding_threshold=1.0), "r")
+    assert {d["decision"] for d in decisions(lake).values()} == {"kept"}
+
+
+def test_embedding_model_that_cannot_load_is_a_clear_error(tmp_path: Path) -> None:
+    from lookbench_live.dedup.embedding import EmbeddingModelError
+
+    lake = Lake(tmp_path / "lake")
+    add(lake, jpeg(photo(0)), "shop:a")
+    with pytest.raises(EmbeddingModelError, match="cannot be loaded offline"):
+        run_dedup(lake, DedupSettings(embedding_model=str(tmp_path / "missing-model")), "r")
+    assert lake.read("dedup_decisions").num_rows == 0

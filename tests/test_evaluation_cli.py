@@ -1,0 +1,64 @@
+"""`lookbench-live evaluate`, `leaderboard` and their errors, through the installed command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from evaluation_fixtures import make_release, sample_rows
+
+from lookbench_live.evaluation.evaluate import metric_names
+from lookbench_live.warehouse.lake import Lake
+
+V = "v20261101"
+# Each command starts a Python with torch: a few seconds apiece on 2 busy cores.
+pytestmark = pytest.mark.slow
+
+
+def run(cli: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([cli, *args], capture_output=True, text=True, timeout=180)
+
+
+@pytest.fixture()
+def lake(tmp_path) -> Lake:
+    lake = Lake(tmp_path / "lake")
+    make_release(lake, V, sample_rows(shift=3))
+    return lake
+
+
+def test_evaluate_json_then_leaderboard(cli, lake):
+    out = run(cli, "evaluate", "latest", "--json", "--home", lake.home)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["release"] == V and result["model"] == "baseline:hsv-hog-v1"
+    for entry in [*result["subsets"].values(), result["overall"]]:
+        assert set(metric_names()) <= set(entry)
+    after = run(cli, "evaluate", V, "--after", "2026-10-05", "--json", "--home", lake.home)
+    assert json.loads(after.stdout)["overall"]["queries"] == 8  # queries first seen 10 and 20 days after T0
+    board = run(cli, "leaderboard", "--json", "--home", lake.home)
+    assert board.returncode == 0, board.stderr
+    rows = json.loads(board.stdout)
+    assert [(r["release"], r["after"]) for r in rows] == [(V, ""), (V, "2026-10-05")]
+    assert rows[0]["fine_r1"] == pytest.approx(result["overall"]["fine_recall@1"], abs=0.01)
+    table = run(cli, "evaluate", V, "--home", lake.home)
+    assert table.returncode == 0 and "overall" in table.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["evaluate", "v20200101"], "does not exist"),
+        (["evaluate", "latest", "--after", "yesterday"], "not an ISO date"),
+        (["evaluate", "latest", "--embeddings", "/nonexistent.parquet"], "does not exist"),
+    ],
+)
+def test_errors_are_one_line(cli, lake, args, message):
+    out = run(cli, *args, "--home", lake.home)
+    assert out.returncode != 0
+    assert message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_leaderboard_on_an_empty_lake(cli, tmp_path):
+    out = run(cli, "leaderboard", "--home", str(tmp_path / "empty"))
+    assert out.returncode == 0 and "no evaluations yet" in out.stdout

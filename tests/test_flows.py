@@ -1,0 +1,262 @@
+"""The flows users run: the main job end to end, kill -9 in every stage, backfill, export, Dask, schedule.
+
+One module-scoped reference run of `lookbench-live refresh` (the README's main job) on the
+embedded default; the other tests compare against it. Every run uses the same sample-store
+port and logical date, because product URLs (and so release rows) contain them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import textwrap
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from lookbench_live.warehouse.lake import Lake
+from lookbench_live.warehouse.release import FILES, read_manifest, verify_release
+
+AS_OF = "2026-12-01"
+VERSION = "v20261201"
+PORT = 48791
+TABLE_KEYS_CHECKED = ("products", "looks", "images", "generations", "dedup_decisions", "annotations", "completions")
+
+pytestmark = pytest.mark.slow
+
+
+def refresh(cli: str, home: Path, *extra: str, env: dict[str, str] | None = None, timeout: int = 900):
+    return subprocess.run(
+        [cli, "refresh", "--home", str(home), "--as-of", AS_OF, "--port", str(PORT), *extra],
+        capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})},
+    )
+
+
+def parquet_checksums(home: Path, version: str = VERSION) -> dict[str, str]:
+    files = read_manifest(Lake(home), version)["files"]
+    return {rel: files[rel]["sha256"] for rel in FILES}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory, cli: str) -> Path:
+    home = tmp_path_factory.mktemp("reference") / "lake"
+    run = refresh(cli, home)
+    assert run.returncode == 0, run.stderr[-4000:]
+    (home.parent / "stdout.txt").write_text(run.stdout)
+    return home
+
+
+def test_main_job_builds_a_verified_release_with_report_and_evaluation(reference: Path) -> None:
+    lake = Lake(reference)
+    assert verify_release(lake, "latest") == []
+    manifest = read_manifest(lake, VERSION)
+    for rel in FILES:
+        assert manifest["files"][rel]["rows"] > 0, f"{rel} is empty"
+    assert "report.html" in manifest["files"]
+    assert manifest["evaluation"][0]["model"].startswith("baseline")
+    assert manifest["annotation_mode"] == "metadata_prior"
+    assert manifest["generation_tiny_local"] is True
+    out = (reference.parent / "stdout.txt").read_text()
+    assert f"releases/{VERSION}" in out and "report.html" in out
+    # every query has 1–4 gallery rows of its item
+    base = reference / "releases" / VERSION
+    for subset in ("real_studio_flat", "aigen_studio", "real_streetlook", "aigen_streetlook"):
+        gallery = pq.read_table(base / subset / "gallery.parquet", columns=["item_ID"]).column(0).to_pylist()
+        for item in pq.read_table(base / subset / "query.parquet", columns=["item_ID"]).column(0).to_pylist():
+            assert 1 <= gallery.count(item) <= 4
+
+
+def test_a_rerun_of_a_finished_refresh_changes_nothing(reference: Path, cli: str) -> None:
+    before = {t: Lake(reference).read(t).num_rows for t in TABLE_KEYS_CHECKED}
+    checksums = parquet_checksums(reference)
+    run = refresh(cli, reference)
+    assert run.returncode == 0, run.stderr[-3000:]
+    after = {t: Lake(reference).read(t).num_rows for t in TABLE_KEYS_CHECKED}
+    assert before == after
+    assert parquet_checksums(reference) == checksums
+
+
+KILLER = textwrap.dedent(
+    """
+    import os, signal, sys, threading, time
+    stage = sys.argv[1]
+    sys.argv = ["lookbench-live", *sys.argv[2:]]
+
+    def die():
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    from lookbench_live.warehouse import lake as lake_mod
+    real_append = lake_mod.Lake.append
+    counts = {}
+    # stage -> (table whose n-th append kills the run, n)
+    AT = {"ingest": ("images", 2), "dedup": ("dedup_decisions", 1), "annotate": ("annotations", 2),
+          "generate": ("generations", 2)}
+
+    def append(self, records):
+        records = list(records)
+        if records and stage in AT:
+            table, n = AT[stage]
+            if type(records[0]).__table__ == table:
+                counts[table] = counts.get(table, 0) + 1
+                if counts[table] == n:
+                    real_append(self, records[: len(records) // 2])  # half a batch is in, then death
+                    die()
+        return real_append(self, records)
+
+    lake_mod.Lake.append = append
+
+    if stage == "crawl":
+        import lookbench_live.scrapers.crawl as crawl_mod
+        real_crawl = crawl_mod.run_crawl
+        calls = []
+        def run_crawl(*a, **k):
+            calls.append(1)
+            if len(calls) == 2:  # the second site: die while its crawl subprocess runs
+                threading.Timer(1.5, die).start()
+            return real_crawl(*a, **k)
+        crawl_mod.run_crawl = run_crawl
+    if stage == "release":
+        from lookbench_live.warehouse import release as release_mod
+        real_write = release_mod.atomic_write_bytes
+        writes = []
+        def write(fs, path, data):
+            writes.append(path)
+            if len(writes) == 5:
+                die()
+            return real_write(fs, path, data)
+        release_mod.atomic_write_bytes = write
+    if stage == "evaluate":
+        import lookbench_live.evaluation.report as report_mod
+        def write_report(*a, **k):
+            die()
+        report_mod.write_report = write_report
+
+    from lookbench_live.cli import main
+    main()
+    """
+)
+
+
+def test_sigkill_in_every_stage_then_rerun_gives_the_same_release(
+    reference: Path, tmp_path: Path, cli: str
+) -> None:
+    home = tmp_path / "lake"
+    script = tmp_path / "killer.py"
+    script.write_text(KILLER)
+    args = ["refresh", "--home", str(home), "--as-of", AS_OF, "--port", str(PORT)]
+    for stage in ("crawl", "ingest", "dedup", "annotate", "generate", "release", "evaluate"):
+        run = subprocess.run([sys.executable, str(script), stage, *args], capture_output=True, text=True, timeout=900)
+        assert run.returncode == -signal.SIGKILL, f"{stage}: not killed ({run.returncode}): {run.stderr[-3000:]}"
+    final = refresh(cli, home)
+    assert final.returncode == 0, final.stderr[-4000:]
+    assert verify_release(Lake(home), VERSION) == []
+    assert parquet_checksums(home) == parquet_checksums(reference)
+    lake = Lake(home)
+    for table in TABLE_KEYS_CHECKED:
+        keys = lake.read(table, columns=list(lake_key(table))).to_pylist()
+        assert len(keys) == len({tuple(r.values()) for r in keys}), f"duplicate keys in {table}"
+        if table not in ("completions",):
+            assert lake.read(table).num_rows == Lake(reference).read(table).num_rows, table
+
+
+def lake_key(table: str) -> tuple[str, ...]:
+    from lookbench_live.schema.records import TABLES
+
+    return TABLES[table].__key__
+
+
+def test_backfill_builds_its_window_and_leaves_other_releases_untouched(reference: Path, cli: str) -> None:
+    base = reference / "releases" / VERSION
+    before = {p: p.read_bytes() for p in base.rglob("*") if p.is_file()}
+    run = subprocess.run(
+        [cli, "backfill", "--home", str(reference), "--start", "2026-12-01", "--end", "2026-12-02",
+         "--version", "v20261202", "--stages", "release", "--stages", "evaluate"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert verify_release(Lake(reference), "v20261202") == []
+    assert parquet_checksums(reference, "v20261202") == parquet_checksums(reference)
+    after = {p: p.read_bytes() for p in base.rglob("*") if p.is_file()}
+    assert after == before
+    again = subprocess.run(
+        [cli, "backfill", "--home", str(reference), "--start", "2026-12-01", "--end", "2026-12-02",
+         "--version", "v20261202", "--stages", "release", "--replace"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert {p: p.read_bytes() for p in base.rglob("*") if p.is_file()} == before
+
+
+def test_export_to_a_folder_and_a_tar_verifies_at_the_destination(reference: Path, tmp_path: Path, cli: str) -> None:
+    for dest in (tmp_path / "share", tmp_path / "snap.tar"):
+        run = subprocess.run([cli, "export", VERSION, "--to", str(dest), "--home", str(reference)],
+                             capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr
+        assert "copied and verified" in run.stdout
+        again = subprocess.run([cli, "export", VERSION, "--to", str(dest), "--home", str(reference)],
+                               capture_output=True, text=True, timeout=300)
+        assert "already there" in again.stdout
+    exported = tmp_path / "share" / VERSION
+    assert json.loads((exported / "manifest.json").read_text())["files"].keys() == read_manifest(
+        Lake(reference), VERSION)["files"].keys()
+    with tarfile.open(tmp_path / "snap.tar") as tar:
+        assert f"{VERSION}/report.html" in tar.getnames()
+    # a different snapshot at the destination is never overwritten
+    manifest = exported / "manifest.json"
+    manifest.write_text(manifest.read_text().replace('"code_version"', '"code_version_x"'))
+    refused = subprocess.run([cli, "export", VERSION, "--to", str(tmp_path / "share"), "--home", str(reference)],
+                             capture_output=True, text=True, timeout=300)
+    assert refused.returncode != 0 and "different snapshot" in refused.stderr
+
+
+def test_dask_task_runner_builds_the_same_release(reference: Path, tmp_path: Path, cli: str) -> None:
+    config = tmp_path / "dask.toml"
+    config.write_text('[flows]\ntask_runner = "dask"\ndask_workers = 2\n')
+    home = tmp_path / "lake"
+    secret = "sk-test-do-not-leak-4242"
+    run = refresh(cli, home, "--config", str(config),
+                  env={"VLLM_API_KEY": secret, "PREFECT_LOGGING_LEVEL": "DEBUG"}, timeout=1200)
+    assert run.returncode == 0, run.stderr[-4000:]
+    assert parquet_checksums(home) == parquet_checksums(reference)
+    # the key is in the environment only: not in any output, lake file or release file
+    assert secret not in run.stdout and secret not in run.stderr
+    for path in home.rglob("*"):
+        if path.is_file() and path.stat().st_size < 50_000_000:
+            assert secret.encode() not in path.read_bytes(), path
+
+
+def test_a_wrong_setting_fails_at_start_naming_it(tmp_path: Path, cli: str) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text("[annotation]\nconcurrency = 0\n")
+    home = tmp_path / "lake"
+    run = subprocess.run([cli, "refresh", "--config", str(config), "--home", str(home)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0
+    assert "annotation.concurrency" in run.stderr
+    assert not home.exists(), "no work may start before the configuration is valid"
+
+
+def test_a_second_refresh_on_the_same_lake_exits_cleanly(tmp_path: Path, cli: str) -> None:
+    lake = Lake(tmp_path / "lake")
+    with lake.writer_lock("flow"):
+        run = subprocess.run([cli, "refresh", "--home", lake.home, "--port", str(PORT + 1)],
+                             capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0
+    assert "writer lock" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_the_monthly_deployment_schedule() -> None:
+    from lookbench_live.config import Settings
+    from lookbench_live.flows.deploy import refresh_deployment
+
+    deployment = refresh_deployment(Settings(), "/etc/lookbench/lookbench.toml")
+    (schedule,) = deployment.schedules
+    assert schedule.schedule.cron == "0 3 1 * *" and schedule.schedule.timezone == "UTC"
+    assert deployment.parameters == {"config_path": "/etc/lookbench/lookbench.toml"}
+    custom = refresh_deployment(Settings(), None, cron="0 5 2 * *")
+    assert custom.schedules[0].schedule.cron == "0 5 2 * *"

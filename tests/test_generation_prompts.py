@@ -1,0 +1,109 @@
+"""Prompts: stratified, seeded coverage of the taxonomy; outfits that can be worn together."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from generation_fixtures import small_settings, taxonomy
+from lookbench_live.generation.plan import ConditioningProduct
+from lookbench_live.generation.prompts import NOT_VISIBLE, load_templates, sample_outfits, sample_studio_items
+from lookbench_live.generation.synthesis import plan_generation
+
+
+def test_studio_items_cover_every_category_and_spread_values_evenly():
+    tax = taxonomy()
+    categories = tax.category_names()
+    rounds = 3
+    items = sample_studio_items(tax, rounds * len(categories), seed=7, attributes_per_item=3)
+
+    per_category = Counter(item.category for item in items)
+    assert set(per_category) == set(categories)
+    assert set(per_category.values()) == {rounds}
+
+    per_group: dict[str, Counter[str]] = {}
+    for item in items:
+        assert len(item.attributes) == min(3, len(tax.groups_for(item.category)))
+        for group, value in item.attributes:
+            assert group in tax.groups_for(item.category)
+            assert value in tax.values(group) and value != NOT_VISIBLE
+            per_group.setdefault(group, Counter())[value] += 1
+    for group, counts in per_group.items():
+        values = [v for v in tax.values(group) if v != NOT_VISIBLE]
+        used = sum(counts.values())
+        full = [counts.get(v, 0) for v in values]
+        # least-used-first: counts differ by at most one, so a group used as often as it
+        # has values has shown every value.
+        assert max(full) - min(full) <= 1, (group, counts)
+        if used >= len(values):
+            assert min(full) >= 1, group
+    # every group of the taxonomy gets requested at some point
+    assert set(per_group) == {g for c in categories for g in tax.groups_for(c)}
+
+
+def test_sampling_is_seeded_and_item_ids_are_stable():
+    tax = taxonomy()
+    first = sample_studio_items(tax, 12, seed=1, attributes_per_item=3)
+    again = sample_studio_items(tax, 12, seed=1, attributes_per_item=3)
+    other = sample_studio_items(tax, 12, seed=2, attributes_per_item=3)
+    assert first == again
+    assert [i.item_id for i in first] != [i.item_id for i in other]
+    assert len({i.item_id for i in first}) == 12
+    assert all(i.item_id.startswith("aigen:") and len(i.item_id) == 6 + 16 for i in first)
+
+
+def test_outfits_have_two_to_four_compatible_items_and_varied_scenes():
+    tax = taxonomy()
+    templates = load_templates()
+    outfits = sample_outfits(tax, templates, 30, seed=3, attributes_per_item=2)
+    sizes = Counter(len(o.items) for o in outfits)
+    assert set(sizes) == {2, 3, 4} and max(sizes.values()) - min(sizes.values()) <= 1
+    for outfit in outfits:
+        slots = [templates.slot_of(i.category) for i in outfit.items]
+        assert len(set(slots)) == len(slots), slots  # never two pairs of shoes
+        assert not ({"full_body", "top"} <= set(slots) or {"full_body", "bottom"} <= set(slots))
+    for variable in templates.scene_variables():
+        seen = Counter(dict(o.scene)[variable] for o in outfits)
+        options = templates.street[variable]
+        assert set(seen) == set(options), variable  # 30 looks cover every scene option
+    prompt = templates.street_prompt(outfits[0])
+    for item in outfits[0].items:
+        assert item.category.replace("_", " ") in prompt
+
+
+def test_plan_records_template_version_and_links_products():
+    tax = taxonomy()
+    products = [
+        ConditioningProduct(f"shop:{n}", f"{n:064x}", "dress", {"color": "red", "pattern": NOT_VISIBLE})
+        for n in range(4)
+    ]
+    settings = small_settings(studio_items=3, street_looks=4, gallery_per_item=2, conditioned_share=0.5)
+    choice, requests = plan_generation(settings, tax, products)
+    templates = load_templates()
+    assert choice.is_tiny_local and choice.name.startswith("tiny-sd-")
+    assert all(r.template_version == templates.version for r in requests)
+    assert all(r.negative_prompt == templates.negative_prompt for r in requests)
+    assert len({r.generation_id for r in requests}) == len(requests)
+
+    studio_queries = [r for r in requests if r.subset == "aigen_studio" and r.role == "query"]
+    conditioned = [r for r in studio_queries if r.mode == "img2img"]
+    assert len(conditioned) == 2  # half of four products
+    for request in conditioned:
+        assert request.item_ids == (request.conditioned_on,)
+        assert request.conditioned_on_sha256 == f"{int(request.conditioned_on.split(':')[1]):064x}"
+        assert "red" in request.prompt and NOT_VISIBLE not in request.prompt.replace(" ", "_")
+    galleries = Counter(r.item_ids for r in requests if r.subset == "aigen_studio" and r.role == "gallery")
+    assert len(galleries) == 3 and set(galleries.values()) == {2}
+
+    street_queries = [r for r in requests if r.subset == "aigen_streetlook" and r.role == "query"]
+    assert len(street_queries) == 4
+    with_products = [r for r in street_queries if any(i.startswith("shop:") for i in r.item_ids)]
+    assert len(with_products) == 2
+    street_gallery = Counter(
+        r.item_ids[0] for r in requests if r.subset == "aigen_streetlook" and r.role == "gallery"
+    )
+    generated_items = {i for r in street_queries for i in r.item_ids if i.startswith("aigen:")}
+    assert set(street_gallery) == generated_items  # products' galleries are their real photos
+    assert set(street_gallery.values()) == {2}
+
+    _, again = plan_generation(settings, tax, list(reversed(products)))
+    assert [r.generation_id for r in again] == [r.generation_id for r in requests]

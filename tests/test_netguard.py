@@ -1,0 +1,140 @@
+"""The address guard refuses every C17 target before connecting, and pins what it checked."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+
+import httpx
+import pytest
+from ingest_server import Route, serve
+from lookbench_live.scrapers import netguard
+from lookbench_live.scrapers.netguard import (
+    BlockedURL,
+    GuardedAsyncTransport,
+    GuardedTransport,
+    check_url,
+    redirect_target,
+)
+
+PRIVATE_URLS = [
+    "http://127.0.0.1/",
+    "http://169.254.169.254/latest/meta-data/",
+    "http://[::1]/",
+    "http://[::ffff:127.0.0.1]/",
+    "http://0177.0.0.1/",
+    "http://2130706433/",
+    "http://0x7f.1/",
+    "http://127.1/",
+    "http://100.64.0.1/",
+    "http://10.0.0.5/",
+    "http://192.168.1.1/",
+    "http://[fe80::1]/",
+    "http://224.0.0.1/",
+    "http://[ff02::1]/",
+    "http://0.0.0.0/",
+    "http://[2002:7f00:1::]/",  # 6to4 wrapping 127.0.0.1
+]
+
+
+@pytest.mark.parametrize("url", PRIVATE_URLS)
+def test_private_targets_are_refused(url: str) -> None:
+    with pytest.raises(BlockedURL) as info:
+        check_url(url)
+    assert info.value.reason == "blocked_address"
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://example.com/x", "data:,hello", "gopher://x/"])
+def test_other_schemes_are_refused_even_when_private_is_allowed(url: str) -> None:
+    for allow in (False, True):
+        with pytest.raises(BlockedURL) as info:
+            check_url(url, allow_private=allow)
+        assert info.value.reason == "blocked_scheme"
+
+
+def test_public_literal_passes_and_loopback_passes_only_when_allowed() -> None:
+    assert check_url("https://8.8.8.8/x") == [ipaddress.ip_address("8.8.8.8")]
+    assert check_url("http://127.0.0.1:8080/", allow_private=True) == [ipaddress.ip_address("127.0.0.1")]
+
+
+def test_hostname_is_judged_by_its_resolved_addresses(monkeypatch: pytest.MonkeyPatch) -> None:
+    answers = {
+        "shop.example": ["93.184.216.34"],
+        "evil.example": ["10.0.0.5"],
+        "mixed.example": ["8.8.8.8", "127.0.0.1"],
+    }
+    monkeypatch.setattr(netguard, "resolve", lambda host, port: answers[host])
+    assert check_url("https://shop.example/a.jpg") == [ipaddress.ip_address("93.184.216.34")]
+    for host in ("evil.example", "mixed.example"):
+        with pytest.raises(BlockedURL) as info:
+            check_url(f"http://{host}/a.jpg")
+        assert info.value.reason == "blocked_address"
+
+
+def test_unresolvable_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(host: str, port: int) -> list[str]:
+        raise OSError("Name or service not known")
+
+    monkeypatch.setattr(netguard, "resolve", fail)
+    with pytest.raises(BlockedURL) as info:
+        check_url("http://nowhere.invalid/")
+    assert info.value.reason == "unresolvable"
+
+
+def test_transport_refuses_before_connecting(monkeypatch: pytest.MonkeyPatch) -> None:
+    # evil.example resolves to the loopback test server: a guard that connected anyway would get 200.
+    with serve({"/": Route(body=b"secret")}) as server:
+        port = server.server_address[1]
+        monkeypatch.setattr(netguard, "resolve", lambda host, p: ["127.0.0.1"])
+        with httpx.Client(transport=GuardedTransport()) as client, pytest.raises(BlockedURL):
+            client.get(f"http://evil.example:{port}/")
+        assert server.hits["/"] == 0
+
+
+def test_dns_rebinding_cannot_swap_the_checked_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    # First answer: the test server (allowed here); any later answer: another private address.
+    # The request must reach the first address, with the name in Host, after one lookup only.
+    calls: list[str] = []
+
+    def rebinding(host: str, port: int) -> list[str]:
+        calls.append(host)
+        return ["127.0.0.1"] if len(calls) == 1 else ["10.255.255.1"]
+
+    monkeypatch.setattr(netguard, "resolve", rebinding)
+    with serve({"/img": Route(body=b"ok")}) as server:
+        port = server.server_address[1]
+
+        async def go() -> httpx.Response:
+            async with httpx.AsyncClient(transport=GuardedAsyncTransport(allow_private=True)) as client:
+                return await client.get(f"http://rebind.example:{port}/img")
+
+        response = asyncio.run(go())
+        assert response.status_code == 200 and response.content == b"ok"
+        assert calls == ["rebind.example"]
+        assert server.host_headers == [f"rebind.example:{port}"]
+        assert str(response.request.url) == f"http://rebind.example:{port}/img"
+
+
+def test_redirect_to_loopback_is_refused_at_the_hop(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A "public" page (resolved to the test server through a patched resolver only for that
+    # name, allowed by pretending it is public) redirecting to 127.0.0.1 must be refused.
+    with serve({"/r": Route(status=302, headers={"Location": "http://127.0.0.1:9/admin"})}) as server:
+        port = server.server_address[1]
+        blocked_phase = [False]
+        monkeypatch.setattr(netguard, "resolve", lambda host, p: ["127.0.0.1"])
+        monkeypatch.setattr(netguard, "is_public", lambda a: str(a) == "127.0.0.1" and not blocked_phase[0])
+        with httpx.Client(transport=GuardedTransport()) as client:
+            first = client.get(f"http://public.example:{port}/r")
+            target = redirect_target(first)
+            assert target == "http://127.0.0.1:9/admin"
+            blocked_phase[0] = True
+            with pytest.raises(BlockedURL) as info:
+                client.get(target)
+            assert info.value.reason == "blocked_address"
+
+
+def test_redirect_target_resolves_relative_locations() -> None:
+    request = httpx.Request("GET", "https://shop.example/a/b.jpg")
+    response = httpx.Response(301, headers={"Location": "../c.jpg"}, request=request)
+    assert redirect_target(response) == "https://shop.example/c.jpg"
+    assert redirect_target(httpx.Response(200, request=request)) is None

@@ -1,0 +1,210 @@
+"""The release report: content from the lake, self-contained, and visible in headless Chromium."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from evaluation_fixtures import make_release, sample_rows
+from lookbench_live.evaluation.evaluate import evaluate_release
+from lookbench_live.evaluation.report import default_report_path, previous_version, wilson, write_report
+from lookbench_live.schema.records import Annotation, Audit, DedupDecision, ImageRecord, Rejection
+from lookbench_live.warehouse.lake import Lake
+
+ARTIFACTS = Path(__file__).parent / "artifacts"
+V1, V2 = "v20261001", "v20261101"
+NOW = dt.datetime(2026, 11, 2, tzinfo=dt.UTC)
+
+
+def _fill_lake(lake: Lake) -> None:
+    sha = "ab" * 32
+    lake.append(
+        [
+            DedupDecision(sha256=sha, hash_method="m", decision="kept", run_id="r"),
+            DedupDecision(
+                sha256="cd" * 32,
+                hash_method="m",
+                decision="dropped",
+                reason="near_in_run",
+                matched_sha256=sha,
+                distance=3,
+                run_id="r",
+            ),
+        ]
+    )
+    lake.append(
+        [
+            ImageRecord(
+                source_url="https://x/1.jpg",
+                owner_kind="product",
+                owner_id="shop:1",
+                source="shop",
+                status="rejected",
+                rejection_reason="decompression_bomb",
+                fetched_at=NOW,
+                first_seen_at=NOW,
+            ),
+        ]
+    )
+    lake.append([Rejection(stage="crawl", item="https://x/p", reason="robots_disallowed")])
+    lake.append(
+        [
+            Annotation(
+                sha256=sha,
+                bbox="",
+                task="attributes",
+                taxonomy_version="test-1",
+                prompt_version="p1",
+                model="qwen",
+                source="vlm",
+                status="failed",
+                error="schema_invalid: colour not in taxonomy",
+            ),
+        ]
+    )
+    lake.append(
+        [
+            Audit(
+                sha256=f"{i:064x}",
+                bbox="",
+                taxonomy_version="test-1",
+                annotation_model="qwen",
+                judge_model="judge-x",
+                subset="aigen_studio",
+                category="dress",
+                status="ok",
+                verdicts={
+                    "colour": "correct" if i % 4 else "wrong",
+                    "pattern": "correct",
+                    "length": "cannot_tell",
+                },
+            )
+            for i in range(20)
+        ]
+    )
+
+
+@pytest.fixture()
+def report_lake(tmp_path) -> Lake:
+    lake = Lake(tmp_path / "lake")
+    make_release(lake, V1, sample_rows(shift=1))
+    make_release(lake, V2, sample_rows())
+    _fill_lake(lake)
+    return lake
+
+
+def test_report_content(report_lake):
+    lake = report_lake
+    result = evaluate_release(lake, V2)
+    path = write_report(lake, V2, lake.path("reports", V2, "report.html"), evaluations=[result])
+    assert path == default_report_path(lake, V2)
+    text = Path(path).read_text()
+    # Self-contained: no script, no external resource; every image inline.
+    assert "<script" not in text
+    assert not re.search(r'(src|href)="(https?:)?//', text)
+    thumbs = re.findall(r'src="data:image/jpeg;base64,', text)
+    assert len(thumbs) == 4 * 3 * 6  # 4 subsets × 3 sample queries × (query + top 5)
+    assert previous_version(lake, V2) == V1 and f"Drift against {V1}" in text
+    assert "near_in_run" in text and "decompression_bomb" in text and "robots_disallowed" in text
+    assert "schema_invalid" in text
+    # Judge: colour 15 of 20 correct, with its Wilson interval; cannot_tell left out.
+    low, high = wilson(15, 20)
+    assert (round(low, 4), round(high, 4)) == (0.5313, 0.8881)  # the textbook Wilson interval
+    assert f"{100 * low:.1f}–{100 * high:.1f}%" in text and "75.0%" in text
+    assert "baseline:hsv-hog-v1" in text and "fine_recall@1" in text
+    assert 'class="cell fine"' in text  # hits are marked
+
+
+def test_skipped_audit_is_shown_plainly(report_lake):
+    path = write_report(
+        report_lake,
+        V2,
+        report_lake.path("r.html"),
+        audit={"status": "skipped", "reason": "no judge key"},
+        samples=0,
+    )
+    text = Path(path).read_text()
+    assert "Audit skipped: no judge key" in text
+    assert "No retrieval to show" in text
+
+
+def test_audit_summary_from_the_flow_is_used(report_lake):
+    audit = {
+        "judge_model": "judge-y",
+        "groups": {"material": {"correct": 9, "total": 10}},
+    }
+    text = Path(write_report(report_lake, V2, report_lake.path("r.html"), audit=audit, samples=0)).read_text()
+    low, high = wilson(9, 10)
+    assert "judge-y" in text and "material" in text and f"{100 * low:.1f}–{100 * high:.1f}%" in text
+    assert "judge-x" not in text  # the table is not mixed in when the flow gives its summary
+    pre = {"groups": {"colour": {"accuracy": 0.93, "low": 0.9, "high": 0.95, "n": 400}}}
+    text = Path(write_report(report_lake, V2, report_lake.path("r.html"), audit=pre, samples=0)).read_text()
+    assert "93.0%" in text and "90.0–95.0%" in text
+
+
+def test_report_for_a_staging_folder_and_first_release(tmp_path):
+    lake = Lake(tmp_path / "lake")
+    staging = lake.path("releases", ".staging-v20261201-x")
+    make_release(lake, "v20261201", sample_rows(), base=staging, manifest=False)
+    path = write_report(lake, "v20261201", f"{staging}/report.html", release_path=staging)
+    text = Path(path).read_text()
+    assert "No earlier committed release" in text
+    assert "Audit skipped: no judge verdicts" in text
+
+
+def test_report_cli_writes_outside_the_committed_release(report_lake, cli):
+    out = subprocess.run(
+        [cli, "report", V2, "--home", report_lake.home], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == report_lake.path("reports", V2, "report.html")
+    assert not Path(report_lake.path("releases", V2, "report.html")).exists()
+
+
+@pytest.mark.browser
+def test_report_renders_in_headless_chromium(report_lake):
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
+    from playwright.sync_api import sync_playwright
+
+    result = evaluate_release(report_lake, V2)
+    path = write_report(report_lake, V2, report_lake.path("reports", V2, "report.html"), evaluations=[result])
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=chromium,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            requests: list[str] = []
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(Path(path).as_uri())
+            for section in ("counts", "evaluation", "grids", "attributes", "sources", "rejections", "audit"):
+                assert page.locator(f"#{section}").is_visible(), section
+                assert page.locator(
+                    f"#{section} table, #{section} .grid, #{section} svg"
+                ).first.is_visible(), section
+            grids = page.locator(".grid")
+            assert grids.count() == 12
+            # Every thumbnail decoded (a broken data URI has naturalWidth 0).
+            widths = page.eval_on_selector_all(".grid img", "imgs => imgs.map(i => i.naturalWidth)")
+            assert len(widths) == 72 and min(widths) > 0 and max(widths) <= 96
+            assert page.locator("#evaluation table tbody tr").count() >= 5
+            page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+            assert not [u for u in requests if not u.startswith(("file:", "data:"))]
+        finally:
+            browser.close()
+    assert (ARTIFACTS / "report.png").stat().st_size > 10_000

@@ -1,0 +1,313 @@
+"""The lake, releases, queries and export on S3, through fsspec/s3fs against a local moto server.
+
+Credentials and the endpoint come only from the environment (`AWS_ACCESS_KEY_ID`,
+`AWS_SECRET_ACCESS_KEY`, `AWS_ENDPOINT_URL`), exactly as the worker container gets them:
+no test passes storage options to `Lake`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import tarfile
+import textwrap
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import lakefill
+import pytest
+from lookbench_live.flows.export import ExportError, export_release
+from lookbench_live.schema.records import DedupDecision, Rejection
+from lookbench_live.warehouse.lake import Lake, LakeError
+from lookbench_live.warehouse.query import QueryError, run_query
+from lookbench_live.warehouse.release import (
+    FILES,
+    MANIFEST,
+    ReleaseError,
+    build_release,
+    committed_versions,
+    resolve_version,
+    verify_release,
+)
+
+s3fs = pytest.importorskip("s3fs", reason="the [s3] extra (s3fs) is not installed")
+moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed")
+
+VERSION = "v20261201"
+
+
+class PlainTaxonomy:
+    """Enough taxonomy for the builder (as in test_release.py)."""
+
+    version = "test"
+
+    def published_columns(self, category, attributes, main_attribute):
+        return main_attribute, ", ".join(v for k, v in sorted(attributes.items()) if v != main_attribute)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint() -> Iterator[str]:
+    """A moto S3 server on loopback, and the AWS_* environment pointing at it (only the environment)."""
+    port = _free_port()
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    with pytest.MonkeyPatch.context() as env:
+        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
+            env.delenv(name, raising=False)
+        env.setenv("AWS_ACCESS_KEY_ID", "lookbench-test")
+        env.setenv("AWS_SECRET_ACCESS_KEY", "lookbench-test-secret")
+        env.setenv("AWS_ENDPOINT_URL", endpoint)
+        env.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        # No profile files of the machine may supply a credential or an endpoint.
+        env.setenv("AWS_CONFIG_FILE", os.devnull)
+        env.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+        # fsspec caches filesystem instances by their arguments, not the environment.
+        s3fs.S3FileSystem.clear_instance_cache()
+        try:
+            yield endpoint
+        finally:
+            s3fs.S3FileSystem.clear_instance_cache()
+            server.stop()
+
+
+def _raw_fs() -> s3fs.S3FileSystem:
+    """An independent client (its own listing cache), as another process would have."""
+    return s3fs.S3FileSystem(skip_instance_cache=True, use_listings_cache=False)
+
+
+@pytest.fixture
+def bucket(s3_endpoint: str) -> str:
+    """A fresh, empty bucket per test, created the way the compose bucket service creates it."""
+    name = f"lb-{uuid.uuid4().hex[:12]}"
+    _raw_fs().mkdir(name)
+    return name
+
+
+def _build(lake: Lake, version: str = VERSION, **kw):
+    return build_release(lake, version=version, taxonomy=PlainTaxonomy(), **kw)
+
+
+# ---------------------------------------------------------------------- images and tables
+def test_images_and_tables_round_trip_on_s3(bucket: str) -> None:
+    lake = Lake(f"s3://{bucket}/lake")
+    assert lake.home == f"s3://{bucket}/lake" and not lake.local
+    data = lakefill.draw(7)
+    sha = lake.put_image(data)
+    assert lake.put_image(data) == sha  # storing twice is a no-op
+    assert lake.has_image(sha) and lake.get_image(sha) == data
+    raw = _raw_fs()
+    assert raw.cat_file(f"{bucket}/lake/images/{sha[:2]}/{sha[2:4]}/{sha}") == data  # really in the bucket
+    with pytest.raises(LakeError, match="not in the lake"):
+        lake.get_image("0" * 64)
+    with pytest.raises(LakeError, match="not a sha256"):
+        lake.get_image("../../etc/passwd")
+
+    rows = [DedupDecision(sha256=f"{n:064x}", hash_method="m", decision="kept", run_id="r") for n in range(5)]
+    assert lake.append(rows + rows[:2]) == 5  # repeats within a call are written once
+    assert lake.append(rows) == 0  # a rerun adds nothing
+    assert (
+        lake.append([*rows[:3], DedupDecision(sha256="f" * 64, hash_method="m", decision="kept", run_id="r")])
+        == 1
+    )
+    table = lake.read("dedup_decisions")
+    assert table.num_rows == 6
+    assert sorted(table.column("sha256").to_pylist()) == sorted([r.sha256 for r in rows] + ["f" * 64])
+    assert len(lake.fragments("dedup_decisions")) == 2
+    # A fresh Lake (a new process) reads the same content and keys.
+    s3fs.S3FileSystem.clear_instance_cache()
+    again = Lake(f"s3://{bucket}/lake")
+    assert again.keys("dedup_decisions") == {(r.sha256,) for r in rows} | {("f" * 64,)}
+    assert again.append(rows) == 0
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from lookbench_live.schema.records import Rejection
+    from lookbench_live.warehouse.lake import Lake
+    lake = Lake(sys.argv[1])
+    print(lake.append([Rejection(stage="s3test", item=f"other-{n}", reason="r", detail="", run_id="w")
+                       for n in range(3)]))
+    """
+)
+
+
+def test_a_reader_sees_what_another_process_appended(bucket: str, tmp_path: Path) -> None:
+    """A long-lived reader (the worker, a query) must not serve a stale listing of the bucket."""
+    home = f"s3://{bucket}/lake"
+    reader = Lake(home)
+    reader.append([Rejection(stage="s3test", item="mine", reason="r", detail="", run_id="w")])
+    assert reader.read("rejections").num_rows == 1
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    proc = subprocess.run([sys.executable, str(script), home], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "3"
+    assert reader.read("rejections").num_rows == 4
+    assert reader.append([Rejection(stage="s3test", item="other-0", reason="r", detail="", run_id="w")]) == 0
+
+
+def test_reconcile_removes_only_temp_debris_on_s3(bucket: str) -> None:
+    lake = Lake(f"s3://{bucket}/lake")
+    lake.append([Rejection(stage="s3test", item="a", reason="r", detail="", run_id="w")])
+    sha = lake.put_image(lakefill.draw(3))
+    raw = _raw_fs()
+    debris = [f"{bucket}/lake/tables/rejections/.tmp-dead", f"{bucket}/lake/images/ab/cd/.tmp-dead"]
+    for path in debris:
+        raw.pipe_file(path, b"half a file")
+    assert lake.read("rejections").num_rows == 1  # readers never list temp names
+    removed = lake.reconcile()
+    assert sorted(removed) == sorted(debris)
+    assert not any(raw.exists(p) for p in debris)
+    assert lake.has_image(sha) and lake.read("rejections").num_rows == 1
+    assert lake.reconcile() == []
+
+
+# ---------------------------------------------------------------------- releases and queries
+@pytest.fixture(scope="module")
+def s3_lake(s3_endpoint: str) -> Lake:
+    """One filled S3 lake for the release tests (filling costs seconds); each test builds its own versions."""
+    name = f"lb-{uuid.uuid4().hex[:12]}"
+    _raw_fs().mkdir(name)
+    lake = Lake(f"s3://{name}/lake")
+    lakefill.fill(lake)
+    return lake
+
+
+def test_release_build_verify_and_query_on_s3(s3_lake: Lake, tmp_path: Path) -> None:
+    result = _build(s3_lake)
+    assert result.path == f"{s3_lake.home}/releases/{VERSION}"
+    assert verify_release(s3_lake, "latest") == []
+    assert resolve_version(s3_lake, "latest") == VERSION
+    raw = _raw_fs()
+    prefix = f"{s3_lake.root}/releases"
+    assert not [p for p in raw.find(prefix) if "/." in p], "no staging or temp objects remain"
+    assert json.loads(raw.cat_file(f"{prefix}/LATEST")) == {"version": VERSION}
+    with pytest.raises(ReleaseError, match="already exists"):
+        _build(s3_lake)
+    # The same release built on a local disk has byte-identical data files.
+    local = Lake(tmp_path / "local")
+    lakefill.fill(local)
+    reference = _build(local)
+    for rel in FILES:
+        assert result.manifest["files"][rel]["sha256"] == reference.manifest["files"][rel]["sha256"], rel
+
+    # DuckDB over the S3 lake: tables and release views through pyarrow datasets, no httpfs.
+    products = run_query(s3_lake, "SELECT count(DISTINCT product_id) AS n FROM products")
+    assert products.column("n").to_pylist() == [12]
+    counts = run_query(
+        s3_lake,
+        f"SELECT subset || '/' || split || '.parquet' AS rel, count(*) AS n FROM releases "
+        f"WHERE version = '{VERSION}' GROUP BY ALL",
+    ).to_pylist()
+    assert {row["rel"]: row["n"] for row in counts} == {rel: n for rel, n in result.rows.items() if n}
+    with pytest.raises(QueryError, match="read-only"):
+        run_query(s3_lake, "DELETE FROM products")
+
+
+def test_verify_on_s3_names_an_altered_file(s3_lake: Lake) -> None:
+    version = "v20261120"
+    _build(s3_lake, version=version, publish_latest=False)
+    assert verify_release(s3_lake, version) == []
+    raw = _raw_fs()
+    path = f"{s3_lake.root}/releases/{version}/aigen_studio/gallery.parquet"
+    data = bytearray(raw.cat_file(path))
+    data[len(data) // 2] ^= 0x01
+    raw.pipe_file(path, bytes(data))
+    problems = verify_release(s3_lake, version)
+    assert any("aigen_studio/gallery.parquet was altered" in p for p in problems), problems
+
+
+def test_a_release_folder_without_manifest_is_not_a_release_on_s3(s3_lake: Lake) -> None:
+    """Object stores have no rename: data first, manifest last; readers trust only manifests."""
+    committed, version = "v20261101", "v20261102"
+    _build(s3_lake, version=committed)
+
+    def killed(staging: str) -> dict:
+        # Every data file, the card and the Croissant file are written; the manifest is next.
+        raise KeyboardInterrupt("killed before the commit point")
+
+    with pytest.raises(KeyboardInterrupt):
+        _build(s3_lake, version=version, before_commit=killed)
+    raw = _raw_fs()
+    written = {p.split(f"/{version}/", 1)[1] for p in raw.find(f"{s3_lake.root}/releases/{version}")}
+    assert set(FILES) <= written and MANIFEST not in written  # the debris a killed build leaves
+    assert version not in committed_versions(s3_lake) and committed in committed_versions(s3_lake)
+    with pytest.raises(ReleaseError, match=r"no manifest\.json"):
+        resolve_version(s3_lake, version)
+    assert resolve_version(s3_lake, "latest") == committed  # the pointer did not move
+    assert verify_release(s3_lake, version) == ["manifest.json is missing"]
+    views = run_query(s3_lake, "SELECT DISTINCT version FROM releases").column("version").to_pylist()
+    assert committed in views and version not in views
+    # The rerun needs no --replace (nothing was committed) and leaves a sound release.
+    _build(s3_lake, version=version)
+    assert verify_release(s3_lake, version) == []
+    assert resolve_version(s3_lake, "latest") == version
+
+
+# ---------------------------------------------------------------------- export
+def test_export_local_release_to_s3_and_back(tmp_path: Path, bucket: str) -> None:
+    local = Lake(tmp_path / "lake")
+    lakefill.fill(local)
+    built = _build(local)
+    destination = f"s3://{bucket}/exports/releases"
+    first = export_release(local, "latest", destination)
+    assert (first.version, first.already_there) == (VERSION, False)
+    assert first.destination == f"{destination}/{VERSION}"
+    raw = _raw_fs()
+    on_s3 = {p.split(f"/{VERSION}/", 1)[1] for p in raw.find(f"{bucket}/exports/releases/{VERSION}")}
+    assert on_s3 == set(built.manifest["files"]) | {MANIFEST}
+    assert export_release(local, VERSION, destination).already_there is True
+
+    # The exported folder is a release of the lake rooted above it; it exports back, identical.
+    remote = Lake(f"s3://{bucket}/exports")
+    assert committed_versions(remote) == [VERSION] and verify_release(remote, VERSION) == []
+    back = tmp_path / "back"
+    export_release(remote, VERSION, str(back))
+    for rel, entry in built.manifest["files"].items():
+        assert (back / VERSION / rel).read_bytes() == Path(
+            local.path("releases", VERSION, rel)
+        ).read_bytes(), rel
+        assert entry["size"] == (back / VERSION / rel).stat().st_size
+
+    # An archive on S3 holds the same snapshot.
+    archive = f"s3://{bucket}/archives/{VERSION}.tar"
+    export_release(local, VERSION, archive)
+    with tarfile.open(fileobj=io.BytesIO(raw.cat_file(archive.removeprefix("s3://")))) as tar:
+        assert {m.name for m in tar.getmembers()} == {f"{VERSION}/{rel}" for rel in on_s3}
+
+    # A different snapshot of the same version is never overwritten.
+    _build(local, replace=True)
+    with pytest.raises(ExportError, match="different snapshot"):
+        export_release(local, VERSION, destination)
+    with pytest.raises(ExportError, match="different snapshot"):
+        export_release(local, VERSION, archive)
+    assert (
+        raw.cat_file(f"{bucket}/exports/releases/{VERSION}/{MANIFEST}")
+        == json.dumps(built.manifest, indent=2, sort_keys=True).encode()
+    )
+
+
+def test_export_refuses_a_destination_holding_files_without_manifest(tmp_path: Path, bucket: str) -> None:
+    local = Lake(tmp_path / "lake")
+    lakefill.fill(local, products=4, looks=1)
+    _build(local)
+    _raw_fs().pipe_file(f"{bucket}/exports/{VERSION}/real_studio_flat/query.parquet", b"PAR1 not ours")
+    with pytest.raises(ExportError, match="without a manifest"):
+        export_release(local, VERSION, f"s3://{bucket}/exports")
+    # Nothing of ours was written beside the foreign file.
+    assert _raw_fs().find(f"{bucket}/exports/{VERSION}") == [
+        f"{bucket}/exports/{VERSION}/real_studio_flat/query.parquet"
+    ]
