@@ -33,7 +33,7 @@ run: setup
 	$(VENV)/bin/lookbench-live refresh
 
 test: setup vllm-venv
-	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 	LOOKBENCH_REQUIRE_VLLM=1 $(VENV)/bin/pytest -q
 
 lint: setup

@@ -25,10 +25,9 @@ def register(app: typer.Typer) -> None:
         With no [annotation] base_url configured, the metadata prior is the annotation.
         """
         from lookbench_live.annotation.run import run_annotation
+        from lookbench_live.config import load_settings
         from lookbench_live.schema.taxonomy import default_taxonomy
         from lookbench_live.warehouse.lake import Lake
-
-        from lookbench_live.config import load_settings
 
         settings = load_settings(config)
         lake = Lake(home or settings.lake.home)

@@ -40,11 +40,10 @@ from lookbench_live.annotation.endpoint import (
     RequestFailed,
 )
 from lookbench_live.annotation.prompts import sanitize_untrusted
+from lookbench_live.config import JudgeSettings, secret
 from lookbench_live.schema.records import Audit
 from lookbench_live.schema.taxonomy import NOT_VISIBLE, Taxonomy
 from lookbench_live.warehouse.lake import Lake
-
-from lookbench_live.config import JudgeSettings, secret
 
 VERDICTS = ("correct", "wrong", "cannot_tell")
 JUDGE_PROMPT_VERSION = "j1"

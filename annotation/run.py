@@ -60,6 +60,7 @@ from lookbench_live.annotation.prior import (
     product_prior,
 )
 from lookbench_live.annotation.prompts import prompt_version
+from lookbench_live.config import AnnotationSettings, secret
 from lookbench_live.schema.records import (
     Annotation,
     Generation,
@@ -72,8 +73,6 @@ from lookbench_live.schema.records import (
 )
 from lookbench_live.schema.taxonomy import Taxonomy
 from lookbench_live.warehouse.lake import Lake
-
-from lookbench_live.config import AnnotationSettings, secret
 
 log = logging.getLogger(__name__)
 
@@ -461,9 +460,13 @@ def annotate_with_prior(
     if not unit.width or not unit.height:
         yield _rejection(unit, "image_size_unknown", "the images row has no width/height", run_id)
         return
-    requested = sorted(unit.ref_priors.items(), key=lambda pair: (body_rank(pair[1].category, taxonomy), pair[0]))
+    requested = sorted(
+        unit.ref_priors.items(), key=lambda pair: (body_rank(pair[1].category, taxonomy), pair[0])
+    )
     boxes = layout_bands(unit.width, unit.height, len(requested))
-    grounded = [GroundedItem(p.category or "", box, ref) for (ref, p), box in zip(requested, boxes, strict=True)]
+    grounded = [
+        GroundedItem(p.category or "", box, ref) for (ref, p), box in zip(requested, boxes, strict=True)
+    ]
     if key("", "grounding") not in stored:
         yield _prior_row(
             unit,

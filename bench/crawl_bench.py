@@ -24,11 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from lookbench_live.config import CrawlSettings, SiteSettings
 from lookbench_live.scrapers.crawl import run_crawl, state_dir
 from lookbench_live.scrapers.sample_store import SampleStore
 from lookbench_live.warehouse.lake import Lake
-
-from lookbench_live.config import CrawlSettings, SiteSettings
 
 PLAIN_SPIDER = r"""
 import json, sys

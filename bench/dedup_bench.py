@@ -21,10 +21,11 @@ from pathlib import Path
 
 import imagehash
 import numpy as np
+from PIL import Image
+
 from lookbench_live.dedup.calibration import draw_garment, garment_specs, jpeg
 from lookbench_live.dedup.hashing import hamming, hash_bytes
 from lookbench_live.dedup.index import range_pairs
-from PIL import Image
 
 
 def bench_hashing(n: int) -> None:

@@ -16,14 +16,14 @@ import tempfile
 import time
 
 import torch
+
+from lookbench_live.config import GenerationSettings
 from lookbench_live.generation.plan import GenerationRequest
 from lookbench_live.generation.prompts import ItemSpec, load_templates
 from lookbench_live.generation.runner import ImageGenerator
 from lookbench_live.generation.synthesis import choose_model
 from lookbench_live.generation.tiny import ensure_tiny_pipeline
 from lookbench_live.schema.taxonomy import default_taxonomy
-
-from lookbench_live.config import GenerationSettings
 
 
 def requests(count: int, size: int, steps: int) -> list[GenerationRequest]:

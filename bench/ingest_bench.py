@@ -32,12 +32,12 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-from lookbench_live.schema.records import utcnow
-from lookbench_live.scrapers.ingest import ImageRequest, ingest_images
-from lookbench_live.warehouse.lake import Lake
 from PIL import Image
 
 from lookbench_live.config import IngestSettings
+from lookbench_live.schema.records import utcnow
+from lookbench_live.scrapers.ingest import ImageRequest, ingest_images
+from lookbench_live.warehouse.lake import Lake
 
 NGINX_CONF = """
 worker_processes 1;

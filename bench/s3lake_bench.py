@@ -24,6 +24,7 @@ import time
 import uuid
 
 import pyarrow.dataset as pads
+
 from lookbench_live.schema.records import Rejection, arrow_schema_of
 from lookbench_live.warehouse.lake import Lake
 

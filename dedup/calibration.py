@@ -21,8 +21,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
-from lookbench_live.dedup.hashing import ImageHashes, fine_phash, hamming, hash_bytes
 from PIL import Image, ImageDraw, ImageEnhance, ImageFilter, ImageOps
+
+from lookbench_live.dedup.hashing import ImageHashes, fine_phash, hamming, hash_bytes
 
 KINDS = ("dress", "shirt", "pants")
 COLOURS = {

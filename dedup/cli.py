@@ -44,10 +44,9 @@ def dedup_command(
     """Decide every undecided image of the lake: kept, or dropped with a reason (prints a JSON summary)."""
     import dataclasses
 
+    from lookbench_live.config import load_settings
     from lookbench_live.dedup.decide import run_dedup
     from lookbench_live.warehouse.lake import Lake
-
-    from lookbench_live.config import load_settings
 
     settings = load_settings(config)
     lake = Lake(home or settings.lake.home)

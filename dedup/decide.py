@@ -39,13 +39,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow.parquet as pq
+
+from lookbench_live.config import DedupSettings
 from lookbench_live.dedup.hashing import HASH_METHOD, ImageHashes, fine_phash, hamming, hash_bytes
 from lookbench_live.dedup.index import is_hash, pack, range_pairs
 from lookbench_live.dedup.known import KnownHashes, load_known_hashes
 from lookbench_live.schema.records import DedupDecision, Rejection
 from lookbench_live.warehouse.lake import Lake
-
-from lookbench_live.config import DedupSettings
 
 log = logging.getLogger(__name__)
 
@@ -268,8 +268,9 @@ def run_dedup(lake: Lake, settings: DedupSettings, run_id: str) -> DedupResult:
     for sha in sorted(set(kept_earlier) | set(released)):
         image = images.get(sha)
         if image is None:  # released, but not from this lake's images table
-            image = missing_released[sha] = _Image(sha256=sha)
-        elif _rehash(lake, image) is not None:
+            missing_released[sha] = _Image(sha256=sha)
+            continue
+        if _rehash(lake, image) is not None:
             if sha not in released:
                 log.warning("earlier kept image %s has no usable hashes; it is not compared against", sha)
                 continue
@@ -281,8 +282,7 @@ def run_dedup(lake: Lake, settings: DedupSettings, run_id: str) -> DedupResult:
         for sha, image in missing_released.items():
             if sha in recovered:
                 image.hashes = recovered[sha]
-                if sha not in images:  # pending exact copies are handled by sha256, not hashes
-                    references.append(_Node(image, release=released[sha], run_id=kept_earlier.get(sha)))
+                references.append(_Node(image, release=released[sha], run_id=kept_earlier.get(sha)))
             else:
                 log.warning("released image %s could not be hashed; only exact copies of it are caught", sha)
 

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import faiss
 import numpy as np
-from lookbench_live.dedup.hashing import hamming
-from lookbench_live.schema.records import DedupDecision
-from lookbench_live.warehouse.lake import Lake
 from PIL import Image
 
 from lookbench_live.config import DedupSettings
+from lookbench_live.dedup.hashing import hamming
+from lookbench_live.schema.records import DedupDecision
+from lookbench_live.warehouse.lake import Lake
 
 if TYPE_CHECKING:
     from lookbench_live.dedup.decide import _Node

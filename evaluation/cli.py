@@ -24,9 +24,8 @@ def _parse_date(text: str | None) -> dt.date | None:
 
 
 def _lake(home: str | None, config: str | None) -> tuple[Any, Any]:
-    from lookbench_live.warehouse.lake import Lake
-
     from lookbench_live.config import load_settings
+    from lookbench_live.warehouse.lake import Lake
 
     settings = load_settings(config)
     return Lake(home or settings.lake.home), settings

@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
-from lookbench_live.evaluation.baseline import BASELINE_NAME, BaselineEmbedder
 from PIL import Image
+
+from lookbench_live.evaluation.baseline import BASELINE_NAME, BaselineEmbedder
 
 
 class EmbedderError(RuntimeError):

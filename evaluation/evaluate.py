@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+
 from lookbench_live.evaluation.baseline import BASELINE_NAME
 from lookbench_live.evaluation.embedders import ImageEmbedder, load_embedder
 from lookbench_live.evaluation.labels import encode_labels

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from lookbench_live.evaluation.metrics import ABSENT, NOT_VISIBLE, LabelCodes
 
 NOT_VISIBLE_VALUE = "not_visible"  # the taxonomy's value for "cannot be seen in this image"

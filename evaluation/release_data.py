@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from lookbench_live.warehouse.lake import Lake
 from lookbench_live.warehouse.release import MANIFEST, check_version, release_dir, resolve_version
 

@@ -27,11 +27,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from PIL import Image
+
 from lookbench_live.evaluation.evaluate import EvaluationRun, run_evaluation
 from lookbench_live.evaluation.release_data import NOISE, SUBSETS, ReleaseData, iter_images, load_release
 from lookbench_live.warehouse.lake import Lake, atomic_write_bytes
 from lookbench_live.warehouse.release import MANIFEST, committed_versions, release_dir
-from PIL import Image
 
 THUMB = 96  # px, longest side
 GRID_K = 5
@@ -324,45 +325,48 @@ def _audit_rows_from_table(
 
 
 def _audit_section(lake: Lake, audit: dict[str, Any] | None, taxonomy_versions: set[str]) -> str:
+    """Per-group accuracy from the flow's audit summary (`annotation.judge` shape), else the `audits` table."""
     head = '<section id="audit"><h2>Judge accuracy per attribute group</h2>'
     if audit is not None and str(audit.get("status", "")).lower() == "skipped":
         reason = audit.get("reason") or audit.get("detail") or "no judge configured"
         return head + f'<p class="skipped">Audit skipped: {_esc(reason)}.</p></section>'
-    groups: dict[str, tuple[int, int]] = {}
-    judge = None
-    precomputed: dict[str, dict[str, Any]] = {}
-    if audit is not None:
-        judge = audit.get("judge_model") or audit.get("model")
-        for name, entry in (audit.get("groups") or audit.get("per_group") or {}).items():
-            if isinstance(entry, dict) and "correct" in entry and "total" in entry:
-                groups[name] = (int(entry["correct"]), int(entry["total"]))
-            elif isinstance(entry, dict):
-                precomputed[name] = entry
-    if not groups and not precomputed:
-        groups, judge = _audit_rows_from_table(lake, taxonomy_versions)
-    if not groups and not precomputed:
-        return head + '<p class="skipped">Audit skipped: no judge verdicts for this release.</p></section>'
+    confidence = float((audit or {}).get("confidence") or 0.95)
+    judge = (audit or {}).get("judge_model") or (audit or {}).get("model")
+    entries: dict[str, dict[str, Any]] = {}
+    for name, entry in ((audit or {}).get("per_group") or (audit or {}).get("groups") or {}).items():
+        if isinstance(entry, dict):
+            entries[name] = dict(entry)
+    if not entries:
+        counts, judge = _audit_rows_from_table(lake, taxonomy_versions)
+        entries = {g: {"correct": c, "total": t} for g, (c, t) in counts.items()}
+        confidence = 0.95
+    if not entries:
+        status = (audit or {}).get("status")
+        why = f" (audit status: {_esc(status)})" if status else ""
+        return (
+            head + f'<p class="skipped">Audit skipped: no judge verdicts for this release{why}.</p></section>'
+        )
+    overall = (audit or {}).get("overall")
+    if isinstance(overall, dict):
+        entries = {**entries, "(all groups)": overall}
     rows = []
-    for name in sorted(groups):
-        correct, total = groups[name]
-        low, high = wilson(correct, total)
+    for name, e in entries.items():
+        correct, total = e.get("correct"), e.get("total", e.get("n"))
+        acc, low, high = e.get("accuracy"), e.get("low", e.get("ci_low")), e.get("high", e.get("ci_high"))
+        # The judge's own interval wins (it knows its confidence); counts alone get a 95% Wilson interval.
+        if (low is None or high is None) and correct is not None and total:
+            low, high = wilson(int(correct), int(total))
+        if acc is None and correct is not None and total:
+            acc = int(correct) / int(total)
         rows.append(
-            [
-                name,
-                total,
-                f"{100 * correct / total:.1f}%" if total else "–",
-                f"{100 * low:.1f}–{100 * high:.1f}%",
-            ]
+            [name, "–" if total is None else total, f"{_share(acc)}%", f"{_share(low)}–{_share(high)}%"]
         )
-    for name in sorted(precomputed):
-        e = precomputed[name]
-        acc = e.get("accuracy")
-        low, high = e.get("low", e.get("ci_low")), e.get("high", e.get("ci_high"))
-        rows.append(
-            [name, e.get("n", e.get("total", "–")), f"{_share(acc)}%", f"{_share(low)}–{_share(high)}%"]
-        )
-    summary = f'<p class="muted">Judge: {_esc(judge or "unknown")}; 95% Wilson intervals; "cannot tell" verdicts left out.</p>'
-    return head + summary + _table(["group", "judged", "accuracy", "95% interval"], rows) + "</section>"
+    label = f"{round(confidence * 100)}% interval"
+    summary = (
+        f'<p class="muted">Judge: {_esc(judge or "unknown")}; Wilson score intervals; '
+        '"cannot tell" verdicts left out.</p>'
+    )
+    return head + summary + _table(["group", "judged", "accuracy", label], rows) + "</section>"
 
 
 def _evaluation_section(version: str, results: Sequence[dict[str, Any]], stored: pa.Table) -> str:

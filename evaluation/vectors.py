@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from lookbench_live.warehouse.lake import Lake, atomic_write_bytes, parquet_bytes
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Annotated, Any
 
 import typer
 
-ConfigOption = Annotated[str | None, typer.Option("--config", help="TOML configuration file (default: embedded).")]
-HomeOption = Annotated[str | None, typer.Option("--home", help="Lake root (default $LOOKBENCH_HOME or ./lookbench-data).")]
+ConfigOption = Annotated[
+    str | None, typer.Option("--config", help="TOML configuration file (default: embedded).")
+]
+HomeOption = Annotated[
+    str | None, typer.Option("--home", help="Lake root (default $LOOKBENCH_HOME or ./lookbench-data).")
+]
 
 
 def _prepare(config: str | None) -> Any:
@@ -35,15 +38,21 @@ def _report(summary: dict[str, Any]) -> None:
     if release:
         typer.echo(f"Release {release['version']} is at {release['path']}")
         if release.get("report"):
-            typer.echo(f"Open its report: lookbench-live report {release['version']} --open  ({release['report']})")
-        typer.echo("Query it: lookbench-live query \"SELECT subset, split, count(*) FROM releases GROUP BY ALL\"")
+            typer.echo(
+                f"Open its report: lookbench-live report {release['version']} --open  ({release['report']})"
+            )
+        typer.echo(
+            'Query it: lookbench-live query "SELECT subset, split, count(*) FROM releases GROUP BY ALL"'
+        )
 
 
 def refresh(
     config: ConfigOption = None,
     home: HomeOption = None,
     as_of: Annotated[str | None, typer.Option(help="Logical date of the run (default: today, UTC).")] = None,
-    since: Annotated[str | None, typer.Option(help="Window start (default: the previous release's end).")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Window start (default: the previous release's end).")
+    ] = None,
     version: Annotated[str | None, typer.Option(help="Release version (default: v<as-of date>).")] = None,
     replace: Annotated[bool, typer.Option(help="Rebuild the release if it exists.")] = False,
     port: Annotated[int, typer.Option(help="Loopback port of the sample store (embedded default).")] = 48721,
@@ -64,7 +73,12 @@ def refresh(
     from lookbench_live.flows.refresh import refresh_flow, with_runner
 
     summary = with_runner(settings, refresh_flow)(
-        config_path=config, home=home, as_of=as_of, window_start=since, version=version, replace=replace,
+        config_path=config,
+        home=home,
+        as_of=as_of,
+        window_start=since,
+        version=version,
+        replace=replace,
         sample_store_port=port,
     )
     _report(summary)
@@ -73,10 +87,14 @@ def refresh(
 def backfill(
     start: Annotated[str, typer.Option(help="Window start (ISO date, inclusive).")],
     end: Annotated[str, typer.Option(help="Window end (ISO date, exclusive).")],
-    stages: Annotated[list[str] | None, typer.Option("--stages", help="Stages to rerun (repeatable).")] = None,
+    stages: Annotated[
+        list[str] | None, typer.Option("--stages", help="Stages to rerun (repeatable).")
+    ] = None,
     config: ConfigOption = None,
     home: HomeOption = None,
-    version: Annotated[str | None, typer.Option(help="Release version (default: the window's last day).")] = None,
+    version: Annotated[
+        str | None, typer.Option(help="Release version (default: the window's last day).")
+    ] = None,
     replace: Annotated[bool, typer.Option(help="Rebuild that window's release if it exists.")] = False,
 ) -> None:
     """Rerun stages over the items first seen in a window, reusing cached results, and build its release.
@@ -114,12 +132,16 @@ def export(
 
     result = export_release(Lake(home), version, to)
     state = "already there, verified" if result.already_there else "copied and verified"
-    typer.echo(f"release {result.version}: {result.files} files, {result.bytes} bytes {state} at {result.destination}")
+    typer.echo(
+        f"release {result.version}: {result.files} files, {result.bytes} bytes {state} at {result.destination}"
+    )
 
 
 def serve(
     config: ConfigOption = None,
-    cron: Annotated[str | None, typer.Option(help="Cron schedule (default from config: 03:00 UTC on the 1st).")] = None,
+    cron: Annotated[
+        str | None, typer.Option(help="Cron schedule (default from config: 03:00 UTC on the 1st).")
+    ] = None,
 ) -> None:
     """Serve the monthly refresh deployment on its schedule (Prefect `serve`; runs until stopped).
 
@@ -139,5 +161,3 @@ def register(app: typer.Typer) -> None:
     app.command("backfill")(backfill)
     app.command("export")(export)
     app.command("serve")(serve)
-
-

@@ -62,7 +62,9 @@ def export_release(lake: Lake, version: str, destination: str) -> ExportResult:
     existing_manifest = f"{target}/{MANIFEST}"
     if fs.exists(existing_manifest):
         if fs.cat_file(existing_manifest) != data[MANIFEST]:
-            raise ExportError(f"{destination} already holds a different snapshot of {version}; refusing to overwrite")
+            raise ExportError(
+                f"{destination} already holds a different snapshot of {version}; refusing to overwrite"
+            )
         copied = {rel: fs.cat_file(f"{target}/{rel}") for rel in manifest["files"]}
         copied[MANIFEST] = data[MANIFEST]
         _check(manifest, copied, f"{destination}/{version}")
@@ -78,7 +80,9 @@ def export_release(lake: Lake, version: str, destination: str) -> ExportResult:
     return ExportResult(version, f"{destination.rstrip('/')}/{version}", len(data), total, False)
 
 
-def _export_tar(version: str, manifest: dict, data: dict[str, bytes], destination: str, total: int) -> ExportResult:
+def _export_tar(
+    version: str, manifest: dict, data: dict[str, bytes], destination: str, total: int
+) -> ExportResult:
     fs, path = fsspec.core.url_to_fs(destination)
     if fs.exists(path):
         with fs.open(path, "rb") as handle:
@@ -105,7 +109,11 @@ def _read_tar(blob: bytes, version: str) -> dict[str, bytes]:
     with tarfile.open(fileobj=io.BytesIO(blob), mode="r") as tar:
         for member in tar.getmembers():
             # Only regular files under the version folder; never follow links or leave it.
-            if not member.isfile() or not member.name.startswith(f"{version}/") or ".." in member.name.split("/"):
+            if (
+                not member.isfile()
+                or not member.name.startswith(f"{version}/")
+                or ".." in member.name.split("/")
+            ):
                 raise ExportError(f"unexpected archive member {member.name!r}")
             handle = tar.extractfile(member)
             assert handle is not None

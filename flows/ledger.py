@@ -14,7 +14,9 @@ def is_done(lake: Lake, run_key: str, stage: str, shard: str = "all") -> bool:
     return (run_key, stage, shard) in lake.keys("completions")
 
 
-def mark_done(lake: Lake, run_key: str, stage: str, shard: str = "all", *, rows: int = 0, detail: str = "") -> None:
+def mark_done(
+    lake: Lake, run_key: str, stage: str, shard: str = "all", *, rows: int = 0, detail: str = ""
+) -> None:
     lake.append([Completion(run_key=run_key, stage=stage, shard=shard, rows=rows, detail=detail or None)])
 
 

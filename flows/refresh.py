@@ -22,6 +22,7 @@ from prefect import flow, get_run_logger, task
 
 from lookbench_live.config import Settings, load_settings
 from lookbench_live.flows import ledger, stages
+from lookbench_live.flows.progress import stage_progress
 from lookbench_live.flows.runtime import RunSpec, default_as_of, parse_moment, task_runner
 from lookbench_live.flows.summary import markdown_summary, publish_artifact
 from lookbench_live.warehouse.assemble import SUBSETS, Window
@@ -61,7 +62,9 @@ def sample_store(settings: Settings, port: int) -> Iterator[str | None]:
 
 
 @task(name="audit-evaluate-report")
-def audit_evaluate_report(spec: RunSpec, staging: str, run_audit_stage: bool, evaluate: bool) -> dict[str, Any]:
+def audit_evaluate_report(
+    spec: RunSpec, staging: str, run_audit_stage: bool, evaluate: bool
+) -> dict[str, Any]:
     """Runs inside the release build, on the staging folder, before checksums are taken."""
     settings, lake = load_settings(spec.config_path), Lake(spec.home)
     extra: dict[str, Any] = {}
@@ -78,15 +81,25 @@ def audit_evaluate_report(spec: RunSpec, staging: str, run_audit_stage: bool, ev
         for model in [None, *settings.evaluation.models]:
             evaluations.append(
                 evaluate_release(
-                    lake, spec.version, model=model, release_path=staging,
-                    batch_size=settings.evaluation.batch_size, chunk_size=settings.evaluation.chunk_size,
+                    lake,
+                    spec.version,
+                    model=model,
+                    release_path=staging,
+                    batch_size=settings.evaluation.batch_size,
+                    chunk_size=settings.evaluation.chunk_size,
                 )
             )
         extra["evaluation"] = [{"model": e["model"], "overall": e["overall"]} for e in evaluations]
         from lookbench_live.evaluation.report import write_report
 
-        write_report(lake, spec.version, f"{staging}/report.html", release_path=staging, evaluations=evaluations,
-                     audit=audit)
+        write_report(
+            lake,
+            spec.version,
+            f"{staging}/report.html",
+            release_path=staging,
+            evaluations=evaluations,
+            audit=audit,
+        )
     return extra
 
 
@@ -119,35 +132,59 @@ def audit_staging(lake: Lake, settings: Settings, staging: str, run_key: str) ->
     return stages._summary(summary)
 
 
-def run_pipeline(spec: RunSpec, settings: Settings, selected: Sequence[str], *, replace: bool) -> dict[str, Any]:
+def run_pipeline(
+    spec: RunSpec, settings: Settings, selected: Sequence[str], *, replace: bool
+) -> dict[str, Any]:
     """Run the selected stages in order; returns the summary the CLI prints and the artifact shows."""
     logger = get_run_logger()
     lake = Lake(spec.home)
     summary: dict[str, Any] = {"run_key": spec.run_key, "version": spec.version, "stages": {}}
-    if "crawl" in selected:
-        sites = stages.sites_for(spec, settings)
-        futures = [stages.crawl_site.submit(spec, site) for site in sites]
-        summary["stages"]["crawl"] = [f.result() for f in futures]
-    if "ingest" in selected:
-        allow_private = spec.sample_store_url is not None
-        shards = stages.pending_shards(spec)
-        futures = [stages.ingest_shard.submit(spec, shard, str(i), allow_private) for i, shard in enumerate(shards)]
-        summary["stages"]["ingest"] = [f.result() for f in futures]
-    if "dedup" in selected:
-        summary["stages"]["dedup"] = [stages.dedup(spec, "real")]
-    if "annotate" in selected:
-        summary["stages"]["annotate"] = [stages.annotate(spec, "real")]
-    if "generate" in selected:
-        summary["stages"]["generate"] = stages.generate(spec)
-        summary["stages"]["dedup"] = [*summary["stages"].get("dedup", []), stages.dedup(spec, "aigen")]
-        summary["stages"]["annotate"] = [*summary["stages"].get("annotate", []), stages.annotate(spec, "aigen")]
-    if "release" in selected:
-        summary["release"] = release_stage(lake, spec, settings, selected, replace=replace)
-        logger.info("release %s: %s", spec.version, summary["release"].get("path"))
+    steps = [s for s in ALL_STAGES if s in selected and s not in ("audit", "evaluate")]
+    with stage_progress(steps) as progress:
+        if "crawl" in selected:
+            progress.start("crawl")
+            sites = stages.sites_for(spec, settings)
+            futures = [stages.crawl_site.submit(spec, site) for site in sites]
+            summary["stages"]["crawl"] = [f.result() for f in futures]
+            progress.done()
+        if "ingest" in selected:
+            progress.start("ingest")
+            allow_private = spec.sample_store_url is not None
+            shards = stages.pending_shards(spec)
+            futures = [
+                stages.ingest_shard.submit(spec, shard, str(i), allow_private)
+                for i, shard in enumerate(shards)
+            ]
+            summary["stages"]["ingest"] = [f.result() for f in futures]
+            progress.done()
+        if "dedup" in selected:
+            progress.start("dedup")
+            summary["stages"]["dedup"] = [stages.dedup(spec, "real")]
+            progress.done()
+        if "annotate" in selected:
+            progress.start("annotate")
+            summary["stages"]["annotate"] = [stages.annotate(spec, "real")]
+            progress.done()
+        if "generate" in selected:
+            progress.start("generate")
+            summary["stages"]["generate"] = stages.generate(spec)
+            summary["stages"]["dedup"] = [*summary["stages"].get("dedup", []), stages.dedup(spec, "aigen")]
+            summary["stages"]["annotate"] = [
+                *summary["stages"].get("annotate", []),
+                stages.annotate(spec, "aigen"),
+            ]
+            progress.done()
+        if "release" in selected:
+            progress.start("release")
+            summary["release"] = release_stage(lake, spec, settings, selected, replace=replace)
+            logger.info("release %s: %s", spec.version, summary["release"].get("path"))
+            progress.done()
     return summary
 
 
-def release_stage(lake: Lake, spec: RunSpec, settings: Settings, selected: Sequence[str], *, replace: bool) -> dict:
+def release_stage(
+    lake: Lake, spec: RunSpec, settings: Settings, selected: Sequence[str], *, replace: bool
+) -> dict:
     if ledger.is_done(lake, spec.run_key, "release", spec.version) and not replace:
         return json.loads(ledger.details(lake, spec.run_key)[("release", spec.version)])
     window = Window(parse_moment(spec.window_start), parse_moment(spec.window_end))
@@ -171,8 +208,13 @@ def release_stage(lake: Lake, spec: RunSpec, settings: Settings, selected: Seque
         if "already exists" in str(exc):
             # The release was committed but the run died before its marker: the work is done.
             manifest = read_manifest(lake, spec.version)
-            outcome = {"version": spec.version, "path": lake.url("releases", spec.version), "rows": manifest["rows"],
-                       "published_latest": None, "note": "already committed"}
+            outcome = {
+                "version": spec.version,
+                "path": lake.url("releases", spec.version),
+                "rows": manifest["rows"],
+                "published_latest": None,
+                "note": "already committed",
+            }
             ledger.mark_done(lake, spec.run_key, "release", spec.version, detail=json.dumps(outcome))
             return outcome
         raise
@@ -192,8 +234,15 @@ def release_stage(lake: Lake, spec: RunSpec, settings: Settings, selected: Seque
 
 
 def _make_spec(
-    flow_name: str, settings: Settings, home: str | None, config_path: str | None, as_of: dt.datetime,
-    version: str, start: dt.datetime | None, end: dt.datetime | None, store_url: str | None,
+    flow_name: str,
+    settings: Settings,
+    home: str | None,
+    config_path: str | None,
+    as_of: dt.datetime,
+    version: str,
+    start: dt.datetime | None,
+    end: dt.datetime | None,
+    store_url: str | None,
 ) -> RunSpec:
     return RunSpec(
         flow=flow_name,
@@ -207,8 +256,14 @@ def _make_spec(
     )
 
 
-def _execute(flow_name: str, spec_args: dict[str, Any], settings: Settings, selected: Sequence[str], replace: bool,
-             port: int) -> dict[str, Any]:
+def _execute(
+    flow_name: str,
+    spec_args: dict[str, Any],
+    settings: Settings,
+    selected: Sequence[str],
+    replace: bool,
+    port: int,
+) -> dict[str, Any]:
     lake = Lake(spec_args["home"] or settings.lake.home)
     with lake.writer_lock("flow"):
         # Only one flow writes at a time; what a killed run left half-written is swept first.
@@ -241,8 +296,14 @@ def refresh_flow(
     lake = Lake(home or settings.lake.home)
     start = parse_moment(window_start) or previous_window_end(lake, version)
     end = dt.datetime(moment.year, moment.month, moment.day, tzinfo=dt.UTC) + dt.timedelta(days=1)
-    args = {"home": lake.home, "config_path": config_path, "as_of": moment, "version": version, "start": start,
-            "end": end}
+    args = {
+        "home": lake.home,
+        "config_path": config_path,
+        "as_of": moment,
+        "version": version,
+        "start": start,
+        "end": end,
+    }
     return _execute("refresh", args, settings, ALL_STAGES, replace, sample_store_port)
 
 
@@ -267,8 +328,14 @@ def backfill_flow(
     if unknown:
         raise ValueError(f"unknown stages {sorted(unknown)}; stages are {list(ALL_STAGES)}")
     version = version or version_for((finish - dt.timedelta(microseconds=1)).date())
-    args = {"home": home, "config_path": config_path, "as_of": begin, "version": version, "start": begin,
-            "end": finish}
+    args = {
+        "home": home,
+        "config_path": config_path,
+        "as_of": begin,
+        "version": version,
+        "start": begin,
+        "end": finish,
+    }
     return _execute("backfill", args, settings, selected, replace, sample_store_port)
 
 

@@ -88,14 +88,20 @@ def task_runner(flows: FlowSettings) -> Any:
         if flows.dask_address:
             return DaskTaskRunner(address=flows.dask_address)
         return DaskTaskRunner(
-            cluster_kwargs={"n_workers": flows.dask_workers, "threads_per_worker": 1, "processes": True,
-                            "dashboard_address": None}
+            cluster_kwargs={
+                "n_workers": flows.dask_workers,
+                "threads_per_worker": 1,
+                "processes": True,
+                "dashboard_address": None,
+            }
         )
     if flows.task_runner == "ray":
         try:
             from prefect_ray import RayTaskRunner
         except ImportError as exc:
-            raise RuntimeError("flows.task_runner = 'ray' needs prefect-ray: pip install prefect-ray") from exc
+            raise RuntimeError(
+                "flows.task_runner = 'ray' needs prefect-ray: pip install prefect-ray"
+            ) from exc
         return RayTaskRunner()
     from prefect.task_runners import ThreadPoolTaskRunner
 

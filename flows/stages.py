@@ -67,7 +67,11 @@ def ingest_shard(spec: RunSpec, requests: Sequence[Any], shard: str, allow_priva
     settings, lake = _context(spec)
     from lookbench_live.scrapers.ingest import ingest_images
 
-    ingest = settings.ingest.model_copy(update={"allow_private_addresses": True}) if allow_private else settings.ingest
+    ingest = (
+        settings.ingest.model_copy(update={"allow_private_addresses": True})
+        if allow_private
+        else settings.ingest
+    )
     result = ingest_images(lake, ingest, list(requests), spec.run_key)
     return {"shard": shard, **_summary(result)}
 
@@ -93,7 +97,10 @@ def annotate(spec: RunSpec, label: str) -> dict[str, Any]:
     from lookbench_live.annotation import run_annotation
     from lookbench_live.schema.taxonomy import default_taxonomy
 
-    return {"pass": label, **_summary(run_annotation(lake, settings.annotation, default_taxonomy(), spec.run_key))}
+    return {
+        "pass": label,
+        **_summary(run_annotation(lake, settings.annotation, default_taxonomy(), spec.run_key)),
+    }
 
 
 @task(name="generate")

@@ -48,14 +48,26 @@ def markdown_summary(lake: Lake, summary: dict[str, Any]) -> str:
         audit = release.get("audit") or {}
         lines += ["", "## Audit", ""]
         if audit.get("status") == "ok":
-            lines.append(f"Accuracy {audit.get('accuracy')} (95% CI {audit.get('ci_low')}–{audit.get('ci_high')})")
+            lines.append(
+                f"Accuracy {audit.get('accuracy')} (95% CI {audit.get('ci_low')}–{audit.get('ci_high')})"
+            )
         else:
             lines.append(f"Skipped: {audit.get('reason', 'not run')}")
         for evaluation in release.get("evaluation") or []:
             overall = evaluation["overall"]
-            keys = [k for k in ("coarse_recall@1", "fine_recall@1", "strict_recall@1", "mrr", "ndcg@5") if k in overall]
-            lines += ["", f"## Evaluation: {evaluation['model']}", "", "| " + " | ".join(keys) + " |",
-                      "|" + "---|" * len(keys), "| " + " | ".join(f"{overall[k]:.2f}" for k in keys) + " |"]
+            keys = [
+                k
+                for k in ("coarse_recall@1", "fine_recall@1", "strict_recall@1", "mrr", "ndcg@5")
+                if k in overall
+            ]
+            lines += [
+                "",
+                f"## Evaluation: {evaluation['model']}",
+                "",
+                "| " + " | ".join(keys) + " |",
+                "|" + "---|" * len(keys),
+                "| " + " | ".join(f"{overall[k]:.2f}" for k in keys) + " |",
+            ]
         if release.get("report"):
             lines += ["", f"Report: `{release['report']}`"]
     return "\n".join(lines) + "\n"

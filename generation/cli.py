@@ -32,12 +32,12 @@ def generate(
     """
     import datetime as dt
 
-    from lookbench_live.generation.synthesis import run_generation
-    from lookbench_live.schema.taxonomy import default_taxonomy
-    from lookbench_live.warehouse.lake import Lake
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from lookbench_live.config import load_settings
+    from lookbench_live.generation.synthesis import run_generation
+    from lookbench_live.schema.taxonomy import default_taxonomy
+    from lookbench_live.warehouse.lake import Lake
 
     settings = load_settings(config)
     overrides = {k: v for k, v in {"studio_items": studio, "street_looks": street}.items() if v is not None}

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from lookbench_live.config import GenerationSettings
 from lookbench_live.generation.prompts import (
     BalancedChooser,
     ItemSpec,
@@ -25,8 +26,6 @@ from lookbench_live.generation.prompts import (
     sample_studio_items,
 )
 from lookbench_live.schema.records import dumps
-
-from lookbench_live.config import GenerationSettings
 
 Mode = Literal["text2img", "img2img"]
 

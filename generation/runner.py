@@ -28,8 +28,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from lookbench_live.generation.plan import GenerationRequest
 from PIL import Image
+
+from lookbench_live.generation.plan import GenerationRequest
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +138,9 @@ class ImageGenerator:
         import torch
         from diffusers import DiffusionPipeline
 
+        # A prompt over the text encoder's 77 tokens is cut at the end (items come before the
+        # scene, so scene details go first); diffusers warns once per prompt, which floods logs.
+        diffusers.utils.logging.set_verbosity_error()
         # diffusers renamed `torch_dtype` to `dtype` (the old name warns since 0.36).
         new_name = "dtype" if "_resolve_dtype" in vars(diffusers.pipelines.pipeline_utils) else "torch_dtype"
         try:

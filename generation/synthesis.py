@@ -30,6 +30,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from PIL import Image
+
+from lookbench_live.config import GenerationSettings
 from lookbench_live.dedup.hashing import hash_image
 from lookbench_live.generation.plan import ConditioningProduct, GenerationRequest, RequestPlanner
 from lookbench_live.generation.prompts import PromptTemplates, TaxonomyLike, load_templates
@@ -38,9 +41,6 @@ from lookbench_live.generation.tiny import ensure_tiny_pipeline, tiny_model_name
 from lookbench_live.schema.records import Generation, ImageRecord, utcnow
 from lookbench_live.schema.taxonomy import Taxonomy
 from lookbench_live.warehouse.lake import Lake, LakeError
-from PIL import Image
-
-from lookbench_live.config import GenerationSettings
 
 log = logging.getLogger(__name__)
 

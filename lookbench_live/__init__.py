@@ -1,2 +1,3 @@
 """lookbench-live: the pipeline behind each release of the live LookBench benchmark."""
+
 __version__ = "0.1.0"

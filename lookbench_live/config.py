@@ -62,12 +62,15 @@ class CrawlSettings(Section):
     retry_times: int = Field(default=2, ge=0, le=10)
     max_crawl_delay: float = Field(default=30.0, ge=0)
     sites: list[SiteSettings] = Field(default_factory=list)  # empty: the sample store
-    max_retry_after: float = Field(default=300.0, ge=0)  # longer Retry-After: the request is given up, recorded
+    max_retry_after: float = Field(
+        default=300.0, ge=0
+    )  # longer Retry-After: the request is given up, recorded
     robots_max_bytes: int = Field(default=500 * 1024, ge=500 * 1024)  # RFC 9309: parse at least 500 KiB
     robots_error_ttl: float = Field(default=600.0, ge=0)  # a failed robots.txt disallows its host this long
     max_sitemap_urls: int = Field(default=50_000, ge=1)  # per sitemap file (the protocol's limit)
     batch_size: int = Field(default=200, ge=1)  # rows per lake commit
     playwright: bool = True  # False: JavaScript sites are skipped with a recorded reason
+    state_dir: str | None = None  # crawl journals; None: <lake>/crawl-state (required for s3:// lakes)
 
 
 class IngestSettings(Section):

@@ -62,6 +62,7 @@ def extract_command(
 def _fetch(url: str, allow_private: bool) -> tuple[bytes, str | None, str]:
     """One GET through the address guard, redirects followed by hand (≤ 5 hops), 32 MiB cap."""
     import httpx
+
     from lookbench_live.scrapers.netguard import MAX_REDIRECTS, GuardedTransport, redirect_target
     from lookbench_live.scrapers.settings import BOT_NAME
 

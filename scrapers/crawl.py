@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import os
 import signal
@@ -25,9 +26,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lookbench_live.warehouse.lake import Lake, atomic_write_bytes
-
 from lookbench_live.config import CrawlSettings, SiteSettings
+from lookbench_live.warehouse.lake import Lake, atomic_write_bytes
 
 BASELINE_NAME = "baseline.json"
 RESULT_NAME = "result.json"
@@ -54,12 +54,18 @@ class CrawlResult:
         return asdict(self)
 
 
-def state_dir(lake: Lake, site: str, run_key: str) -> Path:
+def state_dir(lake: Lake, site: str, run_key: str, base: str | None = None) -> Path:
+    """Where a crawl keeps its journal: `<lake>/crawl-state/…` for a local lake, else under
+    `base` (`crawl.state_dir`, a local folder private to the pipeline user), because the
+    journal is appended line by line, which object stores cannot do."""
+    safe_key = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_key)
+    if base is not None:
+        lake_id = hashlib.sha256(lake.home.encode()).hexdigest()[:12]
+        return Path(base).expanduser() / lake_id / site / safe_key
     if not lake.local:
         raise CrawlError(
-            "crawl state needs a local lake (a folder); object-store lakes are not supported for crawls yet"
+            f"the lake {lake.home} is an object store: set crawl.state_dir to a local folder for the crawl journals"
         )
-    safe_key = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_key)
     return Path(lake.path("crawl-state", site, safe_key))
 
 
@@ -83,7 +89,7 @@ def run_crawl(
     subprocess is killed and `CrawlError` raised; a rerun resumes.
     """
     lake = Lake(lake_home)
-    directory = Path(jobdir) if jobdir else state_dir(lake, site.name, run_key)
+    directory = Path(jobdir) if jobdir else state_dir(lake, site.name, run_key, crawl.state_dir)
     directory.mkdir(parents=True, exist_ok=True)
     os.chmod(directory, 0o700)
     done = directory / RESULT_NAME
@@ -199,9 +205,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seen-at", default=None)
     args = parser.parse_args(argv)
 
+    from scrapy.crawler import CrawlerProcess
+
     from lookbench_live.scrapers.settings import crawl_settings
     from lookbench_live.scrapers.spiders import SPIDERS
-    from scrapy.crawler import CrawlerProcess
 
     site = SiteSettings.model_validate_json(args.site)
     crawl = CrawlSettings.model_validate_json(args.crawl)

@@ -17,15 +17,16 @@ import time
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+from scrapy import Request, signals
+from scrapy.exceptions import IgnoreRequest, StopDownload
+from scrapy.http import Response
+
 from lookbench_live.scrapers.robots import (
     MAX_ROBOTS_REDIRECTS,
     RobotsPolicy,
     parse_retry_after,
     robots_policy,
 )
-from scrapy import Request, signals
-from scrapy.exceptions import IgnoreRequest, StopDownload
-from scrapy.http import Response
 
 ROBOTS_META = "lookbench_robots"
 

@@ -126,6 +126,11 @@ def _resolve_checked(url: str, host: str, port: int, allow_private: bool) -> lis
     return addresses
 
 
+def check_scheme(url: str) -> None:
+    """Refuse (`BlockedURL`, reason `blocked_scheme`) a URL that is not http(s) with a host; no DNS."""
+    _split(url)
+
+
 def check_url(url: str, *, allow_private: bool = False) -> list[IPAddress]:
     """The resolved addresses of `url`'s host, all public; raises `BlockedURL` otherwise.
 

@@ -22,7 +22,13 @@ from lookbench_live.warehouse.lake import Lake
 
 class LakePipeline:
     def __init__(
-        self, lake_home: str, source: str, run_key: str, state_dir: str, batch_size: int, seen_at: str | None = None
+        self,
+        lake_home: str,
+        source: str,
+        run_key: str,
+        state_dir: str,
+        batch_size: int,
+        seen_at: str | None = None,
     ):
         self.lake_home = lake_home
         self.source = source

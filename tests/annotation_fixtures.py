@@ -8,6 +8,8 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from PIL import Image, ImageDraw
+
 from lookbench_live.schema.records import (
     DedupDecision,
     Generation,
@@ -18,7 +20,6 @@ from lookbench_live.schema.records import (
     utcnow,
 )
 from lookbench_live.warehouse.lake import Lake
-from PIL import Image, ImageDraw
 
 
 def jpeg(seed: int, size: tuple[int, int] = (240, 320)) -> bytes:

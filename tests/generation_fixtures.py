@@ -12,13 +12,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from lookbench_live.config import GenerationSettings
 from lookbench_live.generation.prompts import load_templates
 from lookbench_live.generation.runner import ImageGenerator
 from lookbench_live.generation.synthesis import choose_model
 from lookbench_live.generation.tiny import ensure_tiny_pipeline
 from lookbench_live.schema.taxonomy import Taxonomy, default_taxonomy
-
-from lookbench_live.config import GenerationSettings
 
 
 def small_settings(**overrides: object) -> GenerationSettings:

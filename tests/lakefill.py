@@ -37,29 +37,57 @@ def draw(seed: int, size: tuple[int, int] = (160, 200)) -> bytes:
     d.polygon([(40, 20), (120, 20), (150, 190), (10, 190)], fill=color)
     for i in range(seed % 7 + 2):
         y = 30 + (i * 37 + seed * 13) % 150
-        d.rectangle([20 + (seed * 7) % 40, y, 140 - (seed * 3) % 30, y + 6], fill=(255 - color[0], 255 - color[1], 90))
+        d.rectangle(
+            [20 + (seed * 7) % 40, y, 140 - (seed * 3) % 30, y + 6], fill=(255 - color[0], 255 - color[1], 90)
+        )
     out = io.BytesIO()
     img.save(out, "JPEG", quality=90)
     return out.getvalue()
 
 
-def _image(lake: Lake, data: bytes, *, kind: str, owner: str, source: str, url: str, pos: int, seen: dt.datetime):
+def _image(
+    lake: Lake, data: bytes, *, kind: str, owner: str, source: str, url: str, pos: int, seen: dt.datetime
+):
     sha = lake.put_image(data)
     img = Image.open(io.BytesIO(data))
     h = hash_image(img)
     return ImageRecord(
-        source_url=url, owner_kind=kind, owner_id=owner, source=source, position=pos, status="ok",
-        sha256=sha, width=img.width, height=img.height, format=img.format, byte_size=len(data),
-        phash=h.phash, phash_mirror=h.phash_mirror, dhash=h.dhash, hash_method=h.method,
-        fetched_at=seen, first_seen_at=seen,
+        source_url=url,
+        owner_kind=kind,
+        owner_id=owner,
+        source=source,
+        position=pos,
+        status="ok",
+        sha256=sha,
+        width=img.width,
+        height=img.height,
+        format=img.format,
+        byte_size=len(data),
+        phash=h.phash,
+        phash_mirror=h.phash_mirror,
+        dhash=h.dhash,
+        hash_method=h.method,
+        fetched_at=seen,
+        first_seen_at=seen,
     )
 
 
-def _ann(sha: str, category: str, attrs: dict[str, str], *, bbox: str = "", item_ref: str | None = None) -> Annotation:
+def _ann(
+    sha: str, category: str, attrs: dict[str, str], *, bbox: str = "", item_ref: str | None = None
+) -> Annotation:
     return Annotation(
-        sha256=sha, bbox=bbox, task="attributes", taxonomy_version="test", prompt_version="p1",
-        model="metadata-prior", source="metadata_prior", status="ok", category=category,
-        main_attribute=attrs["material"], attributes=attrs, item_ref=item_ref,
+        sha256=sha,
+        bbox=bbox,
+        task="attributes",
+        taxonomy_version="test",
+        prompt_version="p1",
+        model="metadata-prior",
+        source="metadata_prior",
+        status="ok",
+        category=category,
+        main_attribute=attrs["material"],
+        attributes=attrs,
+        item_ref=item_ref,
     )
 
 
@@ -75,18 +103,37 @@ def fill(lake: Lake, *, products: int = 12, looks: int = 2, start: dt.datetime =
         cat, mat = CATEGORIES[n % 4], MATERIALS[(n // 4) % 4]
         attrs = {"color": COLORS[n % 10], "material": mat}
         urls = [f"https://shop.example/img/{pid}-{k}.jpg" for k in range(3)]
-        rows_p.append(Product(product_id=pid, source="shop", platform="shopify", url=f"https://shop.example/p/{pid}",
-                              title=f"{attrs['color']} {mat} {cat}", images=urls, first_seen_at=seen,
-                              content_hash=f"h{pid}"))
+        rows_p.append(
+            Product(
+                product_id=pid,
+                source="shop",
+                platform="shopify",
+                url=f"https://shop.example/p/{pid}",
+                title=f"{attrs['color']} {mat} {cat}",
+                images=urls,
+                first_seen_at=seen,
+                content_hash=f"h{pid}",
+            )
+        )
         for k, url in enumerate(urls):
-            rec = _image(lake, draw(1000 * seed + 10 * n + k), kind="product", owner=key, source="shop", url=url,
-                         pos=k, seen=seen)
+            rec = _image(
+                lake,
+                draw(1000 * seed + 10 * n + k),
+                kind="product",
+                owner=key,
+                source="shop",
+                url=url,
+                pos=k,
+                seen=seen,
+            )
             rows_i.append(rec)
-            rows_d.append(DedupDecision(sha256=rec.sha256, hash_method=rec.hash_method, decision="kept", run_id="t"))
+            rows_d.append(
+                DedupDecision(sha256=rec.sha256, hash_method=rec.hash_method, decision="kept", run_id="t")
+            )
             rows_a.append(_ann(rec.sha256, cat, attrs))
     for m in range(looks):
         seen = start + dt.timedelta(days=1, hours=m)
-        shown = keys[2 * m: 2 * m + 2]
+        shown = keys[2 * m : 2 * m + 2]
         photo = Image.new("RGB", (320, 240), (200, 200, 200))
         for j, key in enumerate(shown):
             n = keys.index(key)
@@ -97,36 +144,96 @@ def fill(lake: Lake, *, products: int = 12, looks: int = 2, start: dt.datetime =
         look_id = f"look{seed}-{m}"
         owner = f"shop:{look_id}"
         boxes = [{"ref": key, "bbox": [j * 160, 20, j * 160 + 160, 220]} for j, key in enumerate(shown)]
-        rows_l.append(Look(look_id=look_id, source="shop", url=f"https://shop.example/look/{m}",
-                           photo_url=f"https://shop.example/look/{m}.jpg", product_refs=shown,
-                           boxes_json=json.dumps(boxes), first_seen_at=seen))
-        rec = _image(lake, buf.getvalue(), kind="look", owner=owner, source="shop",
-                     url=f"https://shop.example/look/{m}.jpg", pos=0, seen=seen)
+        rows_l.append(
+            Look(
+                look_id=look_id,
+                source="shop",
+                url=f"https://shop.example/look/{m}",
+                photo_url=f"https://shop.example/look/{m}.jpg",
+                product_refs=shown,
+                boxes_json=json.dumps(boxes),
+                first_seen_at=seen,
+            )
+        )
+        rec = _image(
+            lake,
+            buf.getvalue(),
+            kind="look",
+            owner=owner,
+            source="shop",
+            url=f"https://shop.example/look/{m}.jpg",
+            pos=0,
+            seen=seen,
+        )
         rows_i.append(rec)
-        rows_d.append(DedupDecision(sha256=rec.sha256, hash_method=rec.hash_method, decision="kept", run_id="t"))
+        rows_d.append(
+            DedupDecision(sha256=rec.sha256, hash_method=rec.hash_method, decision="kept", run_id="t")
+        )
         for box in boxes:
             n = keys.index(box["ref"])
             attrs = {"color": COLORS[n % 10], "material": MATERIALS[(n // 4) % 4]}
-            rows_a.append(_ann(rec.sha256, CATEGORIES[n % 4], attrs, bbox=",".join(map(str, box["bbox"])),
-                               item_ref=box["ref"]))
+            rows_a.append(
+                _ann(
+                    rec.sha256,
+                    CATEGORIES[n % 4],
+                    attrs,
+                    bbox=",".join(map(str, box["bbox"])),
+                    item_ref=box["ref"],
+                )
+            )
     # AIGen: one studio item (query + 2 gallery) and one street look of two items
-    gen_specs = [("aigen_studio", "query", ["aigen:s1"], 1), ("aigen_studio", "gallery", ["aigen:s1"], 2),
-                 ("aigen_studio", "gallery", ["aigen:s1"], 3), ("aigen_streetlook", "query", ["aigen:a", "aigen:b"], 4),
-                 ("aigen_streetlook", "gallery", ["aigen:a"], 5), ("aigen_streetlook", "gallery", ["aigen:b"], 6)]
+    gen_specs = [
+        ("aigen_studio", "query", ["aigen:s1"], 1),
+        ("aigen_studio", "gallery", ["aigen:s1"], 2),
+        ("aigen_studio", "gallery", ["aigen:s1"], 3),
+        ("aigen_streetlook", "query", ["aigen:a", "aigen:b"], 4),
+        ("aigen_streetlook", "gallery", ["aigen:a"], 5),
+        ("aigen_streetlook", "gallery", ["aigen:b"], 6),
+    ]
     for subset, role, items, s in gen_specs:
         gid = f"{seed:02d}{s:062d}"
         seen = start + dt.timedelta(days=2)
         data = draw(50_000 + 100 * seed + s, size=(128, 128))
-        rec = _image(lake, data, kind="generation", owner=gid, source="generation", url=f"generated://{gid}",
-                     pos=0, seen=seen)
+        rec = _image(
+            lake,
+            data,
+            kind="generation",
+            owner=gid,
+            source="generation",
+            url=f"generated://{gid}",
+            pos=0,
+            seen=seen,
+        )
         rows_i.append(rec)
-        rows_d.append(DedupDecision(sha256=rec.sha256, hash_method=rec.hash_method, decision="kept", run_id="t"))
-        rows_g.append(Generation(generation_id=gid, subset=subset, role=role, item_ids=items, model="tiny",
-                                 model_is_tiny_local=True, pipeline_class="StableDiffusionPipeline",
-                                 prompt="a red leather dress", negative_prompt="", template_version="t1", seed=s,
-                                 steps=2, guidance=1.0, width=128, height=128, scheduler="PNDM", device="cpu",
-                                 dtype="float32", requested_attributes_json="[]", status="ok", sha256=rec.sha256,
-                                 first_seen_at=seen))
+        rows_d.append(
+            DedupDecision(sha256=rec.sha256, hash_method=rec.hash_method, decision="kept", run_id="t")
+        )
+        rows_g.append(
+            Generation(
+                generation_id=gid,
+                subset=subset,
+                role=role,
+                item_ids=items,
+                model="tiny",
+                model_is_tiny_local=True,
+                pipeline_class="StableDiffusionPipeline",
+                prompt="a red leather dress",
+                negative_prompt="",
+                template_version="t1",
+                seed=s,
+                steps=2,
+                guidance=1.0,
+                width=128,
+                height=128,
+                scheduler="PNDM",
+                device="cpu",
+                dtype="float32",
+                requested_attributes_json="[]",
+                status="ok",
+                sha256=rec.sha256,
+                first_seen_at=seen,
+            )
+        )
         attrs = {"color": "red", "material": "leather"}
         if subset == "aigen_streetlook" and role == "query":
             rows_a.append(_ann(rec.sha256, "dress", attrs, bbox="0,0,64,128", item_ref="aigen:a"))

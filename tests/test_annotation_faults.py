@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 from annotation_fixtures import build_lake
+
 from lookbench_live.annotation.endpoint import ChatEndpoint, RequestFailed
 from lookbench_live.annotation.loopback_server import LoopbackServer
 from lookbench_live.annotation.run import AnnotationError, run_annotation
+from lookbench_live.config import AnnotationSettings
 from lookbench_live.schema.records import Annotation
 from lookbench_live.schema.taxonomy import default_taxonomy
-
-from lookbench_live.config import AnnotationSettings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 TAXONOMY = default_taxonomy()

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from annotation_fixtures import PRODUCTS, build_lake
+
 from lookbench_live.annotation.prior import (
     PRIOR_MODEL,
     Prior,
@@ -14,10 +15,9 @@ from lookbench_live.annotation.prior import (
     product_prior,
 )
 from lookbench_live.annotation.run import parse_hotspots, run_annotation
+from lookbench_live.config import AnnotationSettings
 from lookbench_live.schema.records import Product, utcnow
 from lookbench_live.schema.taxonomy import default_taxonomy
-
-from lookbench_live.config import AnnotationSettings
 
 TAXONOMY = default_taxonomy()
 
@@ -101,7 +101,10 @@ def test_prior_mode_annotates_everything_and_says_so(tmp_path: Path):
     studio = by[(fx.shas["gen-studio"], "", "attributes")]
     assert studio.category == "skirt" and studio.attributes == {"pattern": "plaid", "material": "wool"}
     street = [r for (sha, bbox, task), r in by.items() if sha == fx.shas["gen-street"] and bbox]
-    assert sorted((r.bbox, r.item_ref) for r in street) == [("0,0,256,128", "ai:2"), ("0,128,256,256", "ai:3")]
+    assert sorted((r.bbox, r.item_ref) for r in street) == [
+        ("0,0,256,128", "ai:2"),
+        ("0,128,256,256", "ai:3"),
+    ]
     assert {r.item_ref: r.category for r in street} == {"ai:2": "coat", "ai:3": "boots"}
     # Rerun: nothing new.
     again = run_annotation(fx.lake, AnnotationSettings(), TAXONOMY, "r2")

@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 
 from annotation_fixtures import build_lake
+
 from lookbench_live.annotation.loopback_server import LoopbackServer
 from lookbench_live.annotation.run import run_annotation
+from lookbench_live.config import AnnotationSettings
 from lookbench_live.schema.taxonomy import default_taxonomy
 from lookbench_live.warehouse.lake import Lake
-
-from lookbench_live.config import AnnotationSettings
 
 CHILD = """
 import sys

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from lookbench_live.dedup import run_dedup
-from lookbench_live.dedup.calibration import jpeg
-from lookbench_live.dedup.hashing import HASH_METHOD, hash_bytes
-from lookbench_live.warehouse.lake import Lake
 from test_dedup_decide import add, decisions, photo
 from typer.testing import CliRunner
 
 from lookbench_live.cli import app
 from lookbench_live.config import DedupSettings
+from lookbench_live.dedup import run_dedup
+from lookbench_live.dedup.calibration import jpeg
+from lookbench_live.dedup.hashing import HASH_METHOD, hash_bytes
+from lookbench_live.warehouse.lake import Lake
 
 
 def test_hash_command_writes_the_documented_columns(tmp_path: Path) -> None:

@@ -10,15 +10,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from PIL import Image
+
+from lookbench_live.config import DedupSettings
 from lookbench_live.dedup import run_dedup
 from lookbench_live.dedup.calibration import GarmentSpec, draw_garment, jpeg, transform
 from lookbench_live.dedup.hashing import HASH_METHOD, hamming, hash_bytes
 from lookbench_live.dedup.known import KnownDatasetError, hash_files, write_hash_file
 from lookbench_live.schema.records import ImageRecord
 from lookbench_live.warehouse.lake import Lake
-from PIL import Image
-
-from lookbench_live.config import DedupSettings
 
 T0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 SIZE = (400, 500)
@@ -192,6 +192,19 @@ def test_copy_of_an_earlier_release_is_dropped(lake: Lake) -> None:
     )
     assert got[fresh]["decision"] == "kept"
     assert result.dropped == {"near_earlier_release": 1, "exact": 1}
+
+
+def test_release_images_absent_from_the_lake_are_hashed_from_the_release(lake: Lake) -> None:
+    import hashlib
+
+    released = transform(photo(1), "jpeg90")
+    write_release(lake, "v20260901", [released])
+    copy = add(lake, transform(photo(1), "resize50"), "shop:new")
+    result = run_dedup(lake, DedupSettings(), "run-1")
+    row = decisions(lake)[copy]
+    assert (row["reason"], row["matched_ref"]) == ("near_earlier_release", "v20260901")
+    assert row["matched_sha256"] == hashlib.sha256(released).hexdigest()
+    assert result.references == 1
 
 
 def test_known_dataset_guard(lake: Lake, tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from lookbench_live.dedup.hashing import hamming
 from lookbench_live.dedup.index import HashFormatError, pack, range_pairs, unpack
 

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pyarrow as pa
 import pytest
+
 from lookbench_live.evaluation.labels import encode_labels
 from lookbench_live.evaluation.metrics import (
     LabelCodes,

@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pytest
 from evaluation_fixtures import make_release, sample_rows
+
 from lookbench_live.evaluation.embedders import EmbedderError, TransformersEmbedder, load_embedder
 from lookbench_live.evaluation.evaluate import evaluate_release
 from lookbench_live.evaluation.vectors import load_cache

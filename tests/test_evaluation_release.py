@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from evaluation_fixtures import BLUE, GREEN, RED, T0, make_release, row, sample_rows
+
 from lookbench_live.evaluation import evaluate as evaluate_mod
 from lookbench_live.evaluation.baseline import BASELINE_NAME, BaselineEmbedder
 from lookbench_live.evaluation.evaluate import evaluate_release, metric_names

@@ -20,12 +20,20 @@ import pyarrow.parquet as pq
 import pytest
 
 from lookbench_live.warehouse.lake import Lake
-from lookbench_live.warehouse.release import FILES, read_manifest, verify_release
+from lookbench_live.warehouse.release import FILES, read_manifest, resolve_version, verify_release
 
 AS_OF = "2026-12-01"
 VERSION = "v20261201"
 PORT = 48791
-TABLE_KEYS_CHECKED = ("products", "looks", "images", "generations", "dedup_decisions", "annotations", "completions")
+TABLE_KEYS_CHECKED = (
+    "products",
+    "looks",
+    "images",
+    "generations",
+    "dedup_decisions",
+    "annotations",
+    "completions",
+)
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +41,10 @@ pytestmark = pytest.mark.slow
 def refresh(cli: str, home: Path, *extra: str, env: dict[str, str] | None = None, timeout: int = 900):
     return subprocess.run(
         [cli, "refresh", "--home", str(home), "--as-of", AS_OF, "--port", str(PORT), *extra],
-        capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -84,60 +95,69 @@ def test_a_rerun_of_a_finished_refresh_changes_nothing(reference: Path, cli: str
 KILLER = textwrap.dedent(
     """
     import os, signal, sys, threading, time
-    stage = sys.argv[1]
-    sys.argv = ["lookbench-live", *sys.argv[2:]]
 
-    def die():
-        os.kill(os.getpid(), signal.SIGKILL)
 
-    from lookbench_live.warehouse import lake as lake_mod
-    real_append = lake_mod.Lake.append
-    counts = {}
-    # stage -> (table whose n-th append kills the run, n)
-    AT = {"ingest": ("images", 2), "dedup": ("dedup_decisions", 1), "annotate": ("annotations", 2),
-          "generate": ("generations", 2)}
+    def install(stage):
 
-    def append(self, records):
-        records = list(records)
-        if records and stage in AT:
-            table, n = AT[stage]
-            if type(records[0]).__table__ == table:
-                counts[table] = counts.get(table, 0) + 1
-                if counts[table] == n:
-                    real_append(self, records[: len(records) // 2])  # half a batch is in, then death
+        def die():
+            # The whole process group, as a container stop or OOM kill would: Prefect's embedded API
+            # server is a child process of the flow and would otherwise outlive it.
+            os.killpg(0, signal.SIGKILL)
+
+        from lookbench_live.warehouse import lake as lake_mod
+        real_append = lake_mod.Lake.append
+        counts = {}
+        # stage -> (table whose n-th append kills the run, n)
+        AT = {"ingest": ("images", 1), "dedup": ("dedup_decisions", 1), "annotate": ("annotations", 1),
+              "generate": ("generations", 1)}
+
+        def append(self, records):
+            records = list(records)
+            if records and stage in AT:
+                table, n = AT[stage]
+                if type(records[0]).__table__ == table:
+                    counts[table] = counts.get(table, 0) + 1
+                    if counts[table] == n:
+                        real_append(self, records[: len(records) // 2])  # half a batch is in, then death
+                        die()
+            return real_append(self, records)
+
+        lake_mod.Lake.append = append
+
+        if stage == "crawl":
+            import lookbench_live.scrapers.crawl as crawl_mod
+            real_crawl = crawl_mod.run_crawl
+            calls = []
+            def run_crawl(*a, **k):
+                calls.append(1)
+                if len(calls) == 2:  # the second site: die while its crawl subprocess runs
+                    threading.Timer(1.5, die).start()
+                return real_crawl(*a, **k)
+            crawl_mod.run_crawl = run_crawl
+        if stage == "release":
+            from lookbench_live.warehouse import release as release_mod
+            real_write = release_mod.atomic_write_bytes
+            writes = []
+            def write(fs, path, data):
+                writes.append(path)
+                if len(writes) == 5:
                     die()
-        return real_append(self, records)
-
-    lake_mod.Lake.append = append
-
-    if stage == "crawl":
-        import lookbench_live.scrapers.crawl as crawl_mod
-        real_crawl = crawl_mod.run_crawl
-        calls = []
-        def run_crawl(*a, **k):
-            calls.append(1)
-            if len(calls) == 2:  # the second site: die while its crawl subprocess runs
-                threading.Timer(1.5, die).start()
-            return real_crawl(*a, **k)
-        crawl_mod.run_crawl = run_crawl
-    if stage == "release":
-        from lookbench_live.warehouse import release as release_mod
-        real_write = release_mod.atomic_write_bytes
-        writes = []
-        def write(fs, path, data):
-            writes.append(path)
-            if len(writes) == 5:
+                return real_write(fs, path, data)
+            release_mod.atomic_write_bytes = write
+        if stage == "evaluate":
+            import lookbench_live.evaluation.report as report_mod
+            def write_report(*a, **k):
                 die()
-            return real_write(fs, path, data)
-        release_mod.atomic_write_bytes = write
-    if stage == "evaluate":
-        import lookbench_live.evaluation.report as report_mod
-        def write_report(*a, **k):
-            die()
-        report_mod.write_report = write_report
+            report_mod.write_report = write_report
 
-    from lookbench_live.cli import main
-    main()
+
+    if __name__ == "__main__":  # decode worker processes re-import this file: only the parent patches
+        stage = sys.argv[1]
+        sys.argv = ["lookbench-live", *sys.argv[2:]]
+        install(stage)
+        from lookbench_live.cli import main
+
+        main()
     """
 )
 
@@ -150,8 +170,16 @@ def test_sigkill_in_every_stage_then_rerun_gives_the_same_release(
     script.write_text(KILLER)
     args = ["refresh", "--home", str(home), "--as-of", AS_OF, "--port", str(PORT)]
     for stage in ("crawl", "ingest", "dedup", "annotate", "generate", "release", "evaluate"):
-        run = subprocess.run([sys.executable, str(script), stage, *args], capture_output=True, text=True, timeout=900)
-        assert run.returncode == -signal.SIGKILL, f"{stage}: not killed ({run.returncode}): {run.stderr[-3000:]}"
+        run = subprocess.run(
+            [sys.executable, str(script), stage, *args],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            start_new_session=True,
+        )
+        assert run.returncode == -signal.SIGKILL, (
+            f"{stage}: not killed ({run.returncode}): {run.stderr[-3000:]}"
+        )
     final = refresh(cli, home)
     assert final.returncode == 0, final.stderr[-4000:]
     assert verify_release(Lake(home), VERSION) == []
@@ -173,44 +201,65 @@ def lake_key(table: str) -> tuple[str, ...]:
 def test_backfill_builds_its_window_and_leaves_other_releases_untouched(reference: Path, cli: str) -> None:
     base = reference / "releases" / VERSION
     before = {p: p.read_bytes() for p in base.rglob("*") if p.is_file()}
+    window = ["--start", "2026-12-01", "--end", "2026-12-02", "--version", "v20261130"]
     run = subprocess.run(
-        [cli, "backfill", "--home", str(reference), "--start", "2026-12-01", "--end", "2026-12-02",
-         "--version", "v20261202", "--stages", "release", "--stages", "evaluate"],
-        capture_output=True, text=True, timeout=600,
+        [cli, "backfill", "--home", str(reference), *window, "--stages", "release", "--stages", "evaluate"],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    assert verify_release(Lake(reference), "v20261202") == []
-    assert parquet_checksums(reference, "v20261202") == parquet_checksums(reference)
-    after = {p: p.read_bytes() for p in base.rglob("*") if p.is_file()}
-    assert after == before
+    lake = Lake(reference)
+    assert verify_release(lake, "v20261130") == []
+    # nothing was released before v20261130, so it holds that window's items, as v20261201 does
+    assert parquet_checksums(reference, "v20261130") == parquet_checksums(reference)
+    assert resolve_version(lake, "latest") == VERSION  # an older window never takes `latest`
     again = subprocess.run(
-        [cli, "backfill", "--home", str(reference), "--start", "2026-12-01", "--end", "2026-12-02",
-         "--version", "v20261202", "--stages", "release", "--replace"],
-        capture_output=True, text=True, timeout=600,
+        [cli, "backfill", "--home", str(reference), *window, "--stages", "release", "--replace"],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert again.returncode == 0, again.stderr[-3000:]
+    assert verify_release(lake, "v20261130") == []
     assert {p: p.read_bytes() for p in base.rglob("*") if p.is_file()} == before
 
 
-def test_export_to_a_folder_and_a_tar_verifies_at_the_destination(reference: Path, tmp_path: Path, cli: str) -> None:
+def test_export_to_a_folder_and_a_tar_verifies_at_the_destination(
+    reference: Path, tmp_path: Path, cli: str
+) -> None:
     for dest in (tmp_path / "share", tmp_path / "snap.tar"):
-        run = subprocess.run([cli, "export", VERSION, "--to", str(dest), "--home", str(reference)],
-                             capture_output=True, text=True, timeout=300)
+        run = subprocess.run(
+            [cli, "export", VERSION, "--to", str(dest), "--home", str(reference)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert run.returncode == 0, run.stderr
         assert "copied and verified" in run.stdout
-        again = subprocess.run([cli, "export", VERSION, "--to", str(dest), "--home", str(reference)],
-                               capture_output=True, text=True, timeout=300)
+        again = subprocess.run(
+            [cli, "export", VERSION, "--to", str(dest), "--home", str(reference)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert "already there" in again.stdout
     exported = tmp_path / "share" / VERSION
-    assert json.loads((exported / "manifest.json").read_text())["files"].keys() == read_manifest(
-        Lake(reference), VERSION)["files"].keys()
+    assert (
+        json.loads((exported / "manifest.json").read_text())["files"].keys()
+        == read_manifest(Lake(reference), VERSION)["files"].keys()
+    )
     with tarfile.open(tmp_path / "snap.tar") as tar:
         assert f"{VERSION}/report.html" in tar.getnames()
     # a different snapshot at the destination is never overwritten
     manifest = exported / "manifest.json"
     manifest.write_text(manifest.read_text().replace('"code_version"', '"code_version_x"'))
-    refused = subprocess.run([cli, "export", VERSION, "--to", str(tmp_path / "share"), "--home", str(reference)],
-                             capture_output=True, text=True, timeout=300)
+    refused = subprocess.run(
+        [cli, "export", VERSION, "--to", str(tmp_path / "share"), "--home", str(reference)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert refused.returncode != 0 and "different snapshot" in refused.stderr
 
 
@@ -219,8 +268,14 @@ def test_dask_task_runner_builds_the_same_release(reference: Path, tmp_path: Pat
     config.write_text('[flows]\ntask_runner = "dask"\ndask_workers = 2\n')
     home = tmp_path / "lake"
     secret = "sk-test-do-not-leak-4242"
-    run = refresh(cli, home, "--config", str(config),
-                  env={"VLLM_API_KEY": secret, "PREFECT_LOGGING_LEVEL": "DEBUG"}, timeout=1200)
+    run = refresh(
+        cli,
+        home,
+        "--config",
+        str(config),
+        env={"VLLM_API_KEY": secret, "PREFECT_LOGGING_LEVEL": "DEBUG"},
+        timeout=1200,
+    )
     assert run.returncode == 0, run.stderr[-4000:]
     assert parquet_checksums(home) == parquet_checksums(reference)
     # the key is in the environment only: not in any output, lake file or release file
@@ -234,8 +289,12 @@ def test_a_wrong_setting_fails_at_start_naming_it(tmp_path: Path, cli: str) -> N
     config = tmp_path / "bad.toml"
     config.write_text("[annotation]\nconcurrency = 0\n")
     home = tmp_path / "lake"
-    run = subprocess.run([cli, "refresh", "--config", str(config), "--home", str(home)],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [cli, "refresh", "--config", str(config), "--home", str(home)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode != 0
     assert "annotation.concurrency" in run.stderr
     assert not home.exists(), "no work may start before the configuration is valid"
@@ -244,8 +303,12 @@ def test_a_wrong_setting_fails_at_start_naming_it(tmp_path: Path, cli: str) -> N
 def test_a_second_refresh_on_the_same_lake_exits_cleanly(tmp_path: Path, cli: str) -> None:
     lake = Lake(tmp_path / "lake")
     with lake.writer_lock("flow"):
-        run = subprocess.run([cli, "refresh", "--home", lake.home, "--port", str(PORT + 1)],
-                             capture_output=True, text=True, timeout=300)
+        run = subprocess.run(
+            [cli, "refresh", "--home", lake.home, "--port", str(PORT + 1)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert run.returncode != 0
     assert "writer lock" in run.stderr and "Traceback" not in run.stderr
 

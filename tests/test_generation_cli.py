@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from lookbench_live.warehouse.lake import Lake
 from typer.testing import CliRunner
 
 from lookbench_live.cli import app
+from lookbench_live.warehouse.lake import Lake
 
 CONFIG = """
 [generation]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from generation_fixtures import small_settings, taxonomy
+
 from lookbench_live.generation.plan import ConditioningProduct
 from lookbench_live.generation.prompts import NOT_VISIBLE, load_templates, sample_outfits, sample_studio_items
 from lookbench_live.generation.synthesis import plan_generation

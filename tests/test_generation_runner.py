@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 from generation_fixtures import small_settings, taxonomy, tiny_dir, tiny_generator
+
 from lookbench_live.generation.plan import GenerationRequest
 from lookbench_live.generation.prompts import ItemSpec
 from lookbench_live.generation.runner import ImageGenerator, batched

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 from generation_fixtures import small_settings, taxonomy, tiny_dir, tiny_generator
+from PIL import Image
+
 from lookbench_live.generation import ConditioningProduct, run_generation
 from lookbench_live.generation.synthesis import plan_generation
 from lookbench_live.schema.records import Generation, ImageRecord
 from lookbench_live.warehouse.lake import Lake
-from PIL import Image
 
 
 def product_photo(lake: Lake, color: tuple[int, int, int]) -> str:

@@ -10,11 +10,11 @@ from collections import Counter
 import pytest
 from ingest_fixtures import EPS, HTML, encoded, jpeg, png_claiming
 from ingest_server import Route, serve
-from lookbench_live.schema.records import Look, Product
-from lookbench_live.scrapers.ingest import ImageRequest, ingest_images, pending_image_requests
-from lookbench_live.warehouse.lake import Lake
 
 from lookbench_live.config import IngestSettings
+from lookbench_live.schema.records import Look, Product
+from lookbench_live.scrapers.ingest import ImageRequest, IngestAborted, ingest_images, pending_image_requests
+from lookbench_live.warehouse.lake import Lake
 
 T0 = dt.datetime(2026, 5, 1, tzinfo=dt.UTC)
 
@@ -192,6 +192,22 @@ def test_private_addresses_are_refused_unless_allowed(tmp_path) -> None:
     assert result.rejected_by_reason == {"blocked_address": 1}
 
 
+def test_odd_and_private_spellings_get_the_guards_reason(tmp_path) -> None:
+    lake = Lake(tmp_path / "lake")
+    strict = SETTINGS.model_copy(update={"allow_private_addresses": False, "retries": 0})
+    urls = {
+        "http://0177.0.0.1/x.jpg": "blocked_address",  # httpx calls it invalid; the resolver says loopback
+        "http://0x7f.1/x.jpg": "blocked_address",
+        "http://[::ffff:127.0.0.1]/x.jpg": "blocked_address",
+        "http:///no-host.jpg": "blocked_scheme",
+        "not a url": "blocked_scheme",
+        "data:image/png;base64,AAAA": "blocked_scheme",
+    }
+    result = ingest_images(lake, strict, [request(u) for u in urls], run_id="r")
+    rows = {r["source_url"]: r["rejection_reason"] for r in lake.read("images").to_pylist()}
+    assert rows == urls and result.rejected == len(urls)
+
+
 def test_robots_unreachable_fails_closed(tmp_path) -> None:
     lake = Lake(tmp_path / "lake")
     table = routes()
@@ -235,3 +251,29 @@ def test_pending_requests_come_from_latest_products_and_looks(tmp_path) -> None:
     result = ingest_images(lake, settings, pending[:2], run_id="r")
     assert result.rejected == 2
     assert [r.url for r in pending_image_requests(lake)] == ["http://x/look.jpg"]
+
+
+class FullDiskLake(Lake):
+    """Refuses to store image bytes after `room` images, like a disk that fills up."""
+
+    room = 2
+
+    def put_image(self, data: bytes) -> str:
+        if self.room <= 0:
+            raise OSError(28, "No space left on device")
+        self.room -= 1
+        return super().put_image(data)
+
+
+def test_a_full_disk_stops_the_run_without_blaming_images(tmp_path) -> None:
+    lake = FullDiskLake(tmp_path / "lake")
+    table = {f"/{i}.jpg": Route(body=jpeg(100, 100, (i, 2 * i, 3 * i))) for i in range(6)}
+    settings = SETTINGS.model_copy(update={"concurrency": 1, "shard_size": 1})
+    with serve(table) as server:
+        requests = [request(f"{server.base}/{i}.jpg", position=i) for i in range(6)]
+        with pytest.raises(IngestAborted, match="No space left"):
+            ingest_images(lake, settings, requests, run_id="r")
+    rows = lake.read("images").to_pylist()
+    # What was stored keeps its row; nothing is recorded as a bad image; a rerun does the rest.
+    assert len(rows) == 2 and all(r["status"] == "ok" for r in rows)
+    assert sum(r.key() not in lake.keys("images") for r in requests) == 4

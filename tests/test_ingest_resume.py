@@ -14,11 +14,11 @@ from collections import Counter
 import pytest
 from ingest_fixtures import jpeg
 from ingest_server import Route, serve
+
+from lookbench_live.config import IngestSettings
 from lookbench_live.schema.records import Product
 from lookbench_live.scrapers.ingest import ingest_images, pending_image_requests
 from lookbench_live.warehouse.lake import Lake
-
-from lookbench_live.config import IngestSettings
 
 T0 = dt.datetime(2026, 5, 1, tzinfo=dt.UTC)
 N = 40

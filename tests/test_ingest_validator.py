@@ -6,11 +6,11 @@ import io
 
 import pytest
 from ingest_fixtures import EPS, HTML, SVG, animated_gif, encoded, jpeg, jpeg_with_gps, png_claiming
-from lookbench_live.dedup.hashing import HASH_METHOD, hash_image, prepare
-from lookbench_live.scrapers.ingest.validator import ImageRejected, sniff_format, validate_image
 from PIL import Image
 
 from lookbench_live.config import IngestSettings
+from lookbench_live.dedup.hashing import HASH_METHOD, hash_image, prepare
+from lookbench_live.scrapers.ingest.validator import ImageRejected, sniff_format, validate_image
 
 SETTINGS = IngestSettings(min_side=32)
 

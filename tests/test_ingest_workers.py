@@ -7,10 +7,10 @@ import os
 
 import pytest
 from ingest_fixtures import jpeg
-from lookbench_live.scrapers.ingest.ingestor import Decoder
-from lookbench_live.scrapers.ingest.validator import ImageRejected, ValidImage, validate_image
 
 from lookbench_live.config import IngestSettings
+from lookbench_live.scrapers.ingest.ingestor import Decoder
+from lookbench_live.scrapers.ingest.validator import ImageRejected, ValidImage, validate_image
 
 # A real parser crash (the CVE-2023-4863 class) cannot be shipped as a fixture; a validator
 # that kills its process on one marked image stands in for it. Spawned workers import it
@@ -62,3 +62,27 @@ def test_rejections_cross_the_process_boundary() -> None:
     valid, rejected = asyncio.run(run())
     assert (valid.width, valid.height, valid.format) == (120, 100, "JPEG")
     assert isinstance(rejected, ImageRejected) and rejected.reason == "not_an_image"
+
+
+def _decode_inside_a_daemon(queue: object) -> None:
+    async def run() -> tuple[bool, int]:
+        decoder = Decoder(IngestSettings(min_side=32, workers=2))
+        try:
+            return decoder.in_processes, (await decoder.decode(jpeg(90, 90))).width
+        finally:
+            decoder.close()
+
+    queue.put(asyncio.run(run()))  # type: ignore[attr-defined]
+
+
+def test_daemonic_hosts_decode_in_threads() -> None:
+    # Dask worker processes are daemonic and may not start children.
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    process = context.Process(target=_decode_inside_a_daemon, args=(queue,), daemon=True)
+    process.start()
+    result = queue.get(timeout=60)
+    process.join(timeout=10)
+    assert result == (False, 90)

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 from annotation_fixtures import jpeg
+
 from lookbench_live.annotation.judge import AuditItem, run_audit, sample_size, stratified_sample, wilson
 from lookbench_live.annotation.loopback_server import LoopbackServer
+from lookbench_live.config import JudgeSettings
 from lookbench_live.schema.taxonomy import default_taxonomy
 from lookbench_live.warehouse.lake import Lake
-
-from lookbench_live.config import JudgeSettings
 
 TAXONOMY = default_taxonomy()
 

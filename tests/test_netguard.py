@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import shutil
+import ssl
+import subprocess
 
 import httpx
 import pytest
 from ingest_server import Route, serve
+
 from lookbench_live.scrapers import netguard
 from lookbench_live.scrapers.netguard import (
     BlockedURL,
@@ -138,3 +142,31 @@ def test_redirect_target_resolves_relative_locations() -> None:
     response = httpx.Response(301, headers={"Location": "../c.jpg"}, request=request)
     assert redirect_target(response) == "https://shop.example/c.jpg"
     assert redirect_target(httpx.Response(200, request=request)) is None
+
+
+@pytest.mark.skipif(
+    shutil.which("openssl") is None, reason="needs the openssl command to make a test certificate"
+)
+def test_https_pins_the_address_and_still_verifies_the_name(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A certificate for shop.test only; the request goes to 127.0.0.1 (the checked address)
+    # while TLS still sends and verifies the name, and a name the certificate lacks fails.
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+         "-days", "1", "-subj", "/CN=shop.test", "-addext", "subjectAltName=DNS:shop.test"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    monkeypatch.setattr(netguard, "resolve", lambda host, port: ["127.0.0.1"])
+    with serve({"/a.jpg": Route(body=b"pixels")}) as server:
+        server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        server_context.load_cert_chain(cert, key)
+        server.socket = server_context.wrap_socket(server.socket, server_side=True)
+        port = server.server_address[1]
+        client_context = ssl.create_default_context(cafile=str(cert))
+        with httpx.Client(transport=GuardedTransport(allow_private=True, verify=client_context)) as client:
+            response = client.get(f"https://shop.test:{port}/a.jpg")
+            assert response.status_code == 200 and response.content == b"pixels"
+            with pytest.raises(httpx.ConnectError, match=r"certificate|hostname"):
+                client.get(f"https://other.test:{port}/a.jpg")

@@ -30,8 +30,21 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     build_dir = tmp_path_factory.mktemp("build")
     # No build isolation: the wheel is built with the setuptools installed here (offline-safe).
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(REPO)],
-        check=True, capture_output=True, cwd=build_dir, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(out),
+            str(REPO),
+        ],
+        check=True,
+        capture_output=True,
+        cwd=build_dir,
+        timeout=300,
     )
     (found,) = out.glob("lookbench_live-*.whl")
     return found
@@ -53,14 +66,20 @@ def test_wheel_in_clean_venv(wheel: Path, tmp_path: Path) -> None:
     py = venv / "bin" / "python"
     purelib = subprocess.run(
         [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     # Dependencies come from this environment's site-packages, added as a plain path so that its
     # .pth files (among them the editable checkout's finder) are NOT processed.
     Path(purelib, "deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     before = set(os.listdir(purelib))
-    subprocess.run([str(py), "-m", "pip", "install", "--no-deps", "--no-index", str(wheel)], check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        [str(py), "-m", "pip", "install", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     added = set(os.listdir(purelib)) - before
     assert {a for a in added if not a.endswith(".dist-info")} == {"lookbench_live"}, added
     code = (
@@ -71,10 +90,18 @@ def test_wheel_in_clean_venv(wheel: Path, tmp_path: Path) -> None:
         "print(len(default_taxonomy().categories))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    run = subprocess.run([str(py), "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    run = subprocess.run(
+        [str(py), "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert int(run.stdout.strip()) >= 20
-    helped = subprocess.run([str(venv / "bin" / "lookbench-live"), "--help"], capture_output=True, text=True,
-                            cwd=tmp_path, env=env, timeout=300)
+    helped = subprocess.run(
+        [str(venv / "bin" / "lookbench-live"), "--help"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
     assert helped.returncode == 0, helped.stderr[-3000:]
     assert "release" in helped.stdout and "query" in helped.stdout

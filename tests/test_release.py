@@ -12,11 +12,11 @@ import textwrap
 from pathlib import Path
 
 import duckdb
+import lakefill
 import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-import lakefill
 from lookbench_live.warehouse.assemble import PUBLISHED_COLUMNS, Window
 from lookbench_live.warehouse.lake import Lake
 from lookbench_live.warehouse.release import (
@@ -83,7 +83,9 @@ def test_layout_columns_and_assembly_rules(lake: Lake) -> None:
     query_items = {
         r["item_ID"] for s in SUBSETS for r in pq.read_table(base / s / "query.parquet").to_pylist()
     } | {r["item_ID"] for s in SUBSETS for r in pq.read_table(base / s / "gallery.parquet").to_pylist()}
-    assert not query_items & {r["item_ID"] for r in noise}, "a product is never both query item and distractor"
+    assert not query_items & {r["item_ID"] for r in noise}, (
+        "a product is never both query item and distractor"
+    )
     manifest = json.loads((base / "manifest.json").read_text())
     assert manifest["generation_tiny_local"] is True
     assert set(manifest["files"]) >= set(FILES) | {"README.md", "croissant.json"}
@@ -95,7 +97,9 @@ def test_loads_untouched_with_pyarrow_duckdb_polars_and_datasets(lake: Lake) -> 
     query = base / "real_studio_flat" / "query.parquet"
     assert pq.read_table(query).num_rows > 0
     con = duckdb.connect()
-    n = con.execute(f"SELECT count(*) FROM read_parquet('{query}') WHERE image.bytes IS NOT NULL").fetchall()[0][0]
+    n = con.execute(f"SELECT count(*) FROM read_parquet('{query}') WHERE image.bytes IS NOT NULL").fetchall()[
+        0
+    ][0]
     assert n == pq.read_table(query).num_rows
     import polars as pl
 
@@ -117,34 +121,47 @@ def test_croissant_validates(lake: Lake) -> None:
     path = Path(lake.path("releases", "v20261201", "croissant.json"))
     proc = subprocess.run(
         [str(Path(sys.executable).parent / "mlcroissant"), "validate", "--jsonld", str(path)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "error" not in proc.stderr.lower().replace("0 error", ""), proc.stderr[-2000:]
 
 
-def test_reproducible_bytes_and_immutability(lake: Lake) -> None:
+def test_reproducible_bytes_and_immutability(lake: Lake, tmp_path: Path) -> None:
     first = build(lake)
     with pytest.raises(ReleaseError, match="already exists"):
         build(lake)
-    second = build(lake, version="v20261202")
-    for rel in FILES:
-        assert first.manifest["files"][rel]["sha256"] == second.manifest["files"][rel]["sha256"], rel
     replaced = build(lake, replace=True)
-    assert replaced.manifest["files"][FILES[0]] == first.manifest["files"][FILES[0]]
-    assert committed_versions(lake) == ["v20261201", "v20261202"]
-    assert resolve_version(lake, "latest") == "v20261201"  # the last build published
+    twin = Lake(tmp_path / "twin")  # the same content written at another time
+    lakefill.fill(twin)
+    other = build(twin)
+    for rel in FILES:
+        sha = first.manifest["files"][rel]["sha256"]
+        assert replaced.manifest["files"][rel]["sha256"] == sha == other.manifest["files"][rel]["sha256"], rel
+    assert committed_versions(lake) == ["v20261201"]
 
 
-def test_window_selects_items_by_first_seen(lake: Lake) -> None:
+def test_window_and_no_image_is_released_twice(lake: Lake) -> None:
     lakefill.fill(lake, products=8, looks=1, start=lakefill.T0.replace(month=10), seed=1)
-    everything = build(lake, version="v20261101")
     november = build(lake, version="v20261201", window=Window(start=lakefill.T0, end=None))
-    assert sum(november.rows.values()) < sum(everything.rows.values())
     base = Path(lake.path("releases", "v20261201"))
     for rel in FILES:
         for row in pq.read_table(base / rel, columns=["first_seen_at"]).to_pylist():
             assert row["first_seen_at"] >= lakefill.T0
+    # a later release over everything takes only what no earlier release published
+    later = build(lake, version="v20261215")
+    assert 0 < sum(later.rows.values()) < sum(november.rows.values()) + sum(later.rows.values())
+    released = set(released_sha256s(lake, before="v20261215"))
+    base = Path(lake.path("releases", "v20261215"))
+    for rel in FILES:
+        for row in pq.read_table(base / rel, columns=["first_seen_at", "sha256", "raw_sha256"]).to_pylist():
+            assert row["first_seen_at"] < lakefill.T0
+            assert row["sha256"] not in released and row["raw_sha256"] not in released
+    # an older window built afterwards does not take `latest` from the newer release
+    older = build(lake, version="v20261020", window=Window(end=lakefill.T0))
+    assert older.published_latest is False and resolve_version(lake, "latest") == "v20261215"
 
 
 def test_verify_names_altered_missing_and_extra_files(lake: Lake) -> None:
@@ -216,14 +233,17 @@ KILLER = textwrap.dedent(
 
 def test_sigkill_during_build_leaves_no_release_or_the_complete_one(tmp_path: Path) -> None:
     home = tmp_path / "lake"
-    reference_lake = Lake(home)
+    lakefill.fill(Lake(home))
+    reference_lake = Lake(tmp_path / "twin")  # the same content, built without interruption
     lakefill.fill(reference_lake)
-    reference = build(reference_lake, version="v20261130")
+    reference = build(reference_lake)
     script = tmp_path / "killer.py"
     script.write_text(KILLER.format(tests=str(Path(__file__).parent), home=str(home)))
     outcomes = set()
     for kill_at in (1, 4, 9, 11, 13, 14):
-        proc = subprocess.run([sys.executable, str(script), str(kill_at)], capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, str(script), str(kill_at)], capture_output=True, text=True, timeout=120
+        )
         lake = Lake(home)
         killed = proc.returncode == -signal.SIGKILL
         try:

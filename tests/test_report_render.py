@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from evaluation_fixtures import make_release, sample_rows
+
 from lookbench_live.evaluation.evaluate import evaluate_release
 from lookbench_live.evaluation.report import default_report_path, previous_version, wilson, write_report
 from lookbench_live.schema.records import Annotation, Audit, DedupDecision, ImageRecord, Rejection
@@ -144,6 +145,16 @@ def test_audit_summary_from_the_flow_is_used(report_lake):
     pre = {"groups": {"colour": {"accuracy": 0.93, "low": 0.9, "high": 0.95, "n": 400}}}
     text = Path(write_report(report_lake, V2, report_lake.path("r.html"), audit=pre, samples=0)).read_text()
     assert "93.0%" in text and "90.0–95.0%" in text
+    # The shape annotation.judge's summary() gives: its own intervals and confidence are kept.
+    judge = {
+        "status": "ok",
+        "judge_model": "gpt-5.1",
+        "confidence": 0.9,
+        "overall": {"accuracy": 0.8, "low": 0.7, "high": 0.87, "correct": 40, "total": 50},
+        "per_group": {"sleeve": {"accuracy": 0.5, "low": 0.3, "high": 0.7, "correct": 5, "total": 10}},
+    }
+    text = Path(write_report(report_lake, V2, report_lake.path("r.html"), audit=judge, samples=0)).read_text()
+    assert "90% interval" in text and "30.0–70.0%" in text and "(all groups)" in text and "70.0–87.0%" in text
 
 
 def test_report_for_a_staging_folder_and_first_release(tmp_path):

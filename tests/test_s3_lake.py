@@ -21,6 +21,7 @@ from pathlib import Path
 
 import lakefill
 import pytest
+
 from lookbench_live.flows.export import ExportError, export_release
 from lookbench_live.schema.records import DedupDecision, Rejection
 from lookbench_live.warehouse.lake import Lake, LakeError
@@ -311,3 +312,15 @@ def test_export_refuses_a_destination_holding_files_without_manifest(tmp_path: P
     assert _raw_fs().find(f"{bucket}/exports/{VERSION}") == [
         f"{bucket}/exports/{VERSION}/real_studio_flat/query.parquet"
     ]
+
+
+def test_writer_lock_on_s3_is_exclusive_and_released(bucket: str) -> None:
+    lake = Lake(f"s3://{bucket}/lake")
+    with (
+        lake.writer_lock("flow"),
+        pytest.raises(LakeError, match="holds the writer lock"),
+        Lake(f"s3://{bucket}/lake").writer_lock("flow"),
+    ):
+        pass
+    with lake.writer_lock("flow"):  # released: a second holder gets it
+        pass

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from lookbench_live.scrapers.crawl import CrawlError, run_crawl
-from lookbench_live.scrapers.sample_store import DEFAULT_NOW, SampleStore, sample_sites
-from lookbench_live.warehouse.lake import Lake
 from PIL import Image
 
 from lookbench_live.config import CrawlSettings
+from lookbench_live.scrapers.crawl import CrawlError, run_crawl
+from lookbench_live.scrapers.sample_store import DEFAULT_NOW, SampleStore, sample_sites
+from lookbench_live.warehouse.lake import Lake
 
 CRAWL = CrawlSettings(autothrottle=False)
 

@@ -6,6 +6,7 @@ import json
 from decimal import Decimal
 
 import pytest
+
 from lookbench_live.scrapers.extract import decode_body, detect_platform, extract_document
 from lookbench_live.scrapers.extract.looks import extract_looks
 from lookbench_live.scrapers.extract.shopify import extract_shopify

@@ -11,12 +11,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+
+from lookbench_live.config import CrawlSettings, SiteSettings
 from lookbench_live.scrapers.crawl import run_crawl
 from lookbench_live.scrapers.middlewares import HostPacingMiddleware
 from lookbench_live.scrapers.robots import parse_retry_after, robots_policy
 from lookbench_live.warehouse.lake import Lake
-
-from lookbench_live.config import CrawlSettings, SiteSettings
 
 UA = "lookbench-live"
 

@@ -7,6 +7,8 @@ from typing import Any
 import jsonschema
 import pytest
 import typer
+from typer.testing import CliRunner
+
 from lookbench_live.schema.cli import register
 from lookbench_live.schema.taxonomy import (
     NOT_VISIBLE,
@@ -15,7 +17,6 @@ from lookbench_live.schema.taxonomy import (
     default_taxonomy,
     load_taxonomy,
 )
-from typer.testing import CliRunner
 
 PACKAGED = Path(__file__).resolve().parents[1] / "schema" / "taxonomy.json"
 

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from lookbench_live.annotation.vllm_integration.server import (
     VllmServer,
     VllmServerError,

@@ -33,6 +33,8 @@ import httpx
 import jsonschema
 import openai
 import pytest
+from PIL import Image, ImageDraw
+
 from lookbench_live.annotation.vllm_integration.server import (
     REPO_ROOT,
     SITECUSTOMIZE,
@@ -41,8 +43,6 @@ from lookbench_live.annotation.vllm_integration.server import (
     find_vllm_python,
 )
 from lookbench_live.annotation.vllm_integration.tiny_qwen import TinyQwen, build_tiny_qwen25_vl
-from PIL import Image, ImageDraw
-
 from lookbench_live.config import AnnotationSettings
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(420)]

@@ -1,7 +1,9 @@
 """Which rows a release holds: the assembly rules, as a pure function of lake tables.
 
 Rules (what a benchmark user relies on):
-- Only images with a `kept` dedup decision and an `ok` attribute annotation enter a release.
+- Only images with a `kept` dedup decision and an `ok` attribute annotation enter a release, and
+  only under the owner the decision names as canonical (the same bytes under another product are
+  a duplicate, not a second item); images already published in an earlier release never return.
 - Every query has 1–4 gallery rows with its `item_ID`; a query without one is dropped and
   recorded (`no_gallery`).
 - real_studio_flat: a query product (chosen by a seeded hash, share `query_share`) gives its
@@ -110,8 +112,9 @@ class LakeView:
     looks: dict[str, Look]  # source:look_id -> row
     generations: dict[str, Generation]
     owner_images: dict[tuple[str, str], list[dict[str, Any]]]  # (kind, owner) -> ok image rows by position
-    kept: set[str]
+    kept: dict[str, tuple[str, str] | None]  # sha256 -> canonical (owner_kind, owner_id), None if unstated
     annotations: dict[tuple[str, str], Annotation]  # (sha256, bbox) -> chosen attributes annotation
+    released: set[str] = field(default_factory=set)  # sha256 published by an earlier release
 
 
 @dataclass(slots=True)
@@ -200,6 +203,13 @@ class Assembler:
         self.out = Assembly()
 
     # ------------------------------------------------------------------ helpers
+    def is_kept(self, sha: str, kind: str, owner: str) -> bool:
+        """Kept by dedup, published here under its canonical owner only, and never released before."""
+        if sha not in self.view.kept or sha in self.view.released:
+            return False
+        canonical = self.view.kept[sha]
+        return canonical is None or canonical == (kind, owner)
+
     def usable_images(self, kind: str, owner: str) -> list[tuple[dict[str, Any], Annotation]]:
         """Kept, annotated whole images of an owner, in page order, each sha once."""
         seen: set[str] = set()
@@ -207,7 +217,7 @@ class Assembler:
         for img in self.view.owner_images.get((kind, owner), []):
             sha = img["sha256"]
             ann = self.view.annotations.get((sha, ""))
-            if sha in seen or sha not in self.view.kept or ann is None:
+            if sha in seen or not self.is_kept(sha, kind, owner) or ann is None:
                 continue
             seen.add(sha)
             usable.append((img, ann))
@@ -270,7 +280,14 @@ class Assembler:
         return row
 
     def whole_image_row(
-        self, img: dict[str, Any], ann: Annotation, *, item: str, subset: str, difficulty: str, provenance: dict
+        self,
+        img: dict[str, Any],
+        ann: Annotation,
+        *,
+        item: str,
+        subset: str,
+        difficulty: str,
+        provenance: dict,
     ) -> dict[str, Any]:
         data = self.load_image(img["sha256"])
         return self._row(
@@ -305,7 +322,9 @@ class Assembler:
             for img, ann in rows[: self.max_gallery]
         ]
 
-    def emit(self, subset: str, query_rows: list[dict[str, Any]], gallery: list[dict[str, Any]], item: str) -> None:
+    def emit(
+        self, subset: str, query_rows: list[dict[str, Any]], gallery: list[dict[str, Any]], item: str
+    ) -> None:
         if not query_rows:
             return
         if not gallery:
@@ -349,19 +368,27 @@ class Assembler:
             prov = {"kind": "product", "product_url": product.url, "platform": product.platform}
             gallery = self.product_gallery(key, skip={img["sha256"]})
             query = self.whole_image_row(
-                img, ann, item=key, subset="real_studio_flat", difficulty=_difficulty_gallery(len(gallery)),
+                img,
+                ann,
+                item=key,
+                subset="real_studio_flat",
+                difficulty=_difficulty_gallery(len(gallery)),
                 provenance=prov,
             )
             self.emit("real_studio_flat", [query], gallery, key)
         return chosen
 
-    def crops(self, sha: str, owner_kind: str, owner: str) -> list[tuple[tuple[int, int, int, int], Annotation]]:
+    def crops(
+        self, sha: str, owner_kind: str, owner: str
+    ) -> list[tuple[tuple[int, int, int, int], Annotation]]:
         found = []
         for (ann_sha, bbox), ann in self.view.annotations.items():
             if ann_sha == sha and bbox and ann.item_ref:
                 found.append((_parse_bbox(bbox), ann))
         if not found:
-            self.out.dropped.append((f"{owner_kind}:{owner}", "no_crops", f"photo {sha} has no annotated item crop"))
+            self.out.dropped.append(
+                (f"{owner_kind}:{owner}", "no_crops", f"photo {sha} has no annotated item crop")
+            )
         return sorted(found, key=lambda pair: (pair[1].item_ref or "", pair[0]))
 
     def crop_rows(
@@ -372,7 +399,9 @@ class Assembler:
         for bbox, ann in self.crops(img["sha256"], owner_kind, owner):
             w, h = img["width"], img["height"]
             if not (0 <= bbox[0] < bbox[2] <= w and 0 <= bbox[1] < bbox[3] <= h):
-                self.out.dropped.append((f"{owner}:{bbox}", "bbox_outside_image", f"{bbox} not inside {w}x{h}"))
+                self.out.dropped.append(
+                    (f"{owner}:{bbox}", "bbox_outside_image", f"{bbox} not inside {w}x{h}")
+                )
                 continue
             crop = _crop(photo, bbox)
             crop_sha = hashlib.sha256(crop).hexdigest()
@@ -403,15 +432,15 @@ class Assembler:
             if not self.window.contains(look.first_seen_at):
                 continue
             for img in self.view.owner_images.get(("look", key), []):
-                if img["sha256"] not in self.view.kept:
+                if not self.is_kept(img["sha256"], "look", key):
                     continue
                 prov = {"kind": "look", "look_url": look.url}
                 for item, row in self.crop_rows(img, "real_streetlook", prov, "look", key):
                     self.emit("real_streetlook", [row], self.product_gallery(item), item)
 
     def aigen(self) -> None:
-        gallery_by_item: dict[tuple[str, str], list[tuple[dict[str, Any], Annotation, Generation]]] = defaultdict(
-            list
+        gallery_by_item: dict[tuple[str, str], list[tuple[dict[str, Any], Annotation, Generation]]] = (
+            defaultdict(list)
         )
         queries: list[Generation] = []
         for gen_id in sorted(self.view.generations):
@@ -432,23 +461,34 @@ class Assembler:
                     item = gen.item_ids[0]
                     gallery = self._aigen_gallery(gen.subset, item, gallery_by_item)
                     query = self.whole_image_row(
-                        img, ann, item=item, subset="aigen_studio",
-                        difficulty=_difficulty_gallery(len(gallery)), provenance=prov,
+                        img,
+                        ann,
+                        item=item,
+                        subset="aigen_studio",
+                        difficulty=_difficulty_gallery(len(gallery)),
+                        provenance=prov,
                     )
                     self.emit("aigen_studio", [query], gallery, item)
             else:
                 for img in self.view.owner_images.get(("generation", gen.generation_id), []):
-                    if img["sha256"] not in self.view.kept:
+                    if not self.is_kept(img["sha256"], "generation", gen.generation_id):
                         continue
-                    for item, row in self.crop_rows(img, "aigen_streetlook", prov, "generation", gen.generation_id):
+                    for item, row in self.crop_rows(
+                        img, "aigen_streetlook", prov, "generation", gen.generation_id
+                    ):
                         gallery = self._aigen_gallery(gen.subset, item, gallery_by_item)
                         self.emit("aigen_streetlook", [row], gallery, item)
 
     def _aigen_gallery(
-        self, subset: str, item: str, gallery_by_item: dict[tuple[str, str], list[tuple[dict, Annotation, Generation]]]
+        self,
+        subset: str,
+        item: str,
+        gallery_by_item: dict[tuple[str, str], list[tuple[dict, Annotation, Generation]]],
     ) -> list[dict[str, Any]]:
         rows = [
-            self.whole_image_row(img, ann, item=item, subset=subset, difficulty="", provenance=_generation_provenance(g))
+            self.whole_image_row(
+                img, ann, item=item, subset=subset, difficulty="", provenance=_generation_provenance(g)
+            )
             for img, ann, g in gallery_by_item.get((subset, item), [])
         ]
         if item in self.view.products:
@@ -462,7 +502,11 @@ class Assembler:
                 continue
             for img, ann in self.usable_images("product", key):
                 row = self.whole_image_row(
-                    img, ann, item=key, subset=NOISE, difficulty="",
+                    img,
+                    ann,
+                    item=key,
+                    subset=NOISE,
+                    difficulty="",
                     provenance={"kind": "product", "product_url": product.url, "true_category": ann.category},
                 )
                 # The published noise gallery labels distractors "noise data": they never count as hits.

@@ -90,7 +90,11 @@ def dataset_card(info: dict[str, Any]) -> str:
         f"- Annotation: {', '.join(info['annotation_models']) or 'none'}"
         f" (sources: {', '.join(info['annotation_sources']) or 'none'}).",
         f"- Generation models: {', '.join(info['generation_models']) or 'none'}"
-        + (" — a tiny random local pipeline (embedded default), not a real model." if info["generation_tiny_local"] else ""),
+        + (
+            " — a tiny random local pipeline (embedded default), not a real model."
+            if info["generation_tiny_local"]
+            else ""
+        ),
         "",
         "| file | rows |",
         "|---|---|",
@@ -140,7 +144,12 @@ def croissant_json(info: dict[str, Any], files: dict[str, dict[str, Any]]) -> st
                 }
             )
         record_sets.append(
-            {"@type": "cr:RecordSet", "@id": f"{subset}-{split}", "name": f"{subset}-{split}", "field": fields}
+            {
+                "@type": "cr:RecordSet",
+                "@id": f"{subset}-{split}",
+                "name": f"{subset}-{split}",
+                "field": fields,
+            }
         )
     doc = {
         "@context": CROISSANT_CONTEXT,

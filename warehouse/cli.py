@@ -16,7 +16,9 @@ release_app = typer.Typer(
     no_args_is_help=True,
 )
 
-HomeOption = Annotated[str | None, typer.Option("--home", help="Lake root (default $LOOKBENCH_HOME or ./lookbench-data).")]
+HomeOption = Annotated[
+    str | None, typer.Option("--home", help="Lake root (default $LOOKBENCH_HOME or ./lookbench-data).")
+]
 ConfigOption = Annotated[str | None, typer.Option("--config", help="TOML configuration file.")]
 
 
@@ -96,7 +98,12 @@ def verify(
 def list_releases(home: HomeOption = None) -> None:
     """Committed releases, oldest first, with row counts; `*` marks latest."""
     from lookbench_live.warehouse.lake import Lake
-    from lookbench_live.warehouse.release import ReleaseError, committed_versions, read_manifest, resolve_version
+    from lookbench_live.warehouse.release import (
+        ReleaseError,
+        committed_versions,
+        read_manifest,
+        resolve_version,
+    )
 
     lake = Lake(home)
     try:
@@ -129,7 +136,8 @@ def query(
     table = run_query(Lake(home), sql)
     # Image bytes are never printed.
     rows = [
-        {k: (f"<{len(v)} bytes>" if isinstance(v, bytes) else v) for k, v in row.items()} for row in table.to_pylist()
+        {k: (f"<{len(v)} bytes>" if isinstance(v, bytes) else v) for k, v in row.items()}
+        for row in table.to_pylist()
     ]
     if format == "json":
         for row in rows:

@@ -90,7 +90,9 @@ def parquet_bytes(table: pa.Table) -> bytes:
 class Lake:
     """A storage root holding image bytes and the pipeline's tables."""
 
-    def __init__(self, home: str | os.PathLike[str] | None = None, storage_options: dict[str, Any] | None = None):
+    def __init__(
+        self, home: str | os.PathLike[str] | None = None, storage_options: dict[str, Any] | None = None
+    ):
         self.home = resolve_home(home)
         options = dict(storage_options or {})
         if not is_local(self.home):
@@ -250,9 +252,15 @@ class Lake:
 
     @contextmanager
     def writer_lock(self, name: str = "lake") -> Iterator[None]:
-        """Exclusive lock for the one writer process (local lakes; object stores rely on the scheduler)."""
+        """Exclusive lock for the one writer process.
+
+        Local lakes: an `flock`, released by the kernel even when the holder is killed.
+        Object stores: a lock object created only if absent (a conditional PUT); a killed
+        holder leaves it behind, and the next writer fails naming it, to be deleted by hand
+        once no run is active.
+        """
         if not self.local:
-            yield
+            yield from self._object_store_lock(name)
             return
         import fcntl
 
@@ -270,6 +278,27 @@ class Lake:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _object_store_lock(self, name: str) -> Iterator[None]:
+        import json
+        import socket
+
+        path = self.path("locks", f"{name}.lock")
+        holder = {"host": socket.gethostname(), "pid": os.getpid(), "id": uuid.uuid4().hex}
+        try:
+            # A conditional PUT (If-None-Match: *): of two writers racing, exactly one succeeds.
+            self.fs.pipe_file(path, json.dumps(holder).encode(), mode="create")
+        except (FileExistsError, OSError) as exc:
+            if not isinstance(exc, FileExistsError) and "PreconditionFailed" not in repr(exc):
+                raise
+            raise LakeError(
+                f"another lookbench-live process holds the writer lock of {self.home} ({self.url('locks', name)}.lock); "
+                "wait for it to finish, or delete that object if no run is active (a killed run leaves it)"
+            ) from exc
+        try:
+            yield
+        finally:
+            self.fs.rm_file(path)
 
 
 def _is_fragment(path: str) -> bool:

@@ -41,7 +41,10 @@ from lookbench_live.warehouse.lake import Lake, atomic_write_bytes, parquet_byte
 
 MANIFEST = "manifest.json"
 LATEST = "LATEST"
-FILES = tuple(f"{s}/{split}.parquet" for s in SUBSETS for split in ("query", "gallery")) + (f"{NOISE}/gallery.parquet",)
+FILES = (
+    *(f"{s}/{split}.parquet" for s in SUBSETS for split in ("query", "gallery")),
+    f"{NOISE}/gallery.parquet",
+)
 
 
 class ReleaseError(RuntimeError):
@@ -147,7 +150,10 @@ def lake_view(lake: Lake) -> LakeView:
         key = product_key(product.source, product.product_id)
         current = products.get(key)
         # the newest content of a product; its first_seen_at is the product's, kept by the crawler
-        if current is None or (product.created_at, product.content_hash) > (current.created_at, current.content_hash):
+        if current is None or (product.created_at, product.content_hash) > (
+            current.created_at,
+            current.content_hash,
+        ):
             products[key] = product
     looks: dict[str, Look] = {}
     for look in lake.records("looks"):
@@ -162,11 +168,12 @@ def lake_view(lake: Lake) -> LakeView:
     for row in sorted(images, key=lambda r: (r["owner_kind"], r["owner_id"], r["position"], r["source_url"])):
         if row["status"] == "ok" and row["sha256"]:
             owner_images.setdefault((row["owner_kind"], row["owner_id"]), []).append(row)
-    kept = {
-        row["sha256"]
-        for row in lake.read("dedup_decisions", columns=["sha256", "decision"]).to_pylist()
-        if row["decision"] == "kept"
-    }
+    kept: dict[str, tuple[str, str] | None] = {}
+    columns = ["sha256", "decision", "canonical_owner_kind", "canonical_owner_id"]
+    for row in lake.read("dedup_decisions", columns=columns).to_pylist():
+        if row["decision"] == "kept":
+            owner = row["canonical_owner_kind"], row["canonical_owner_id"]
+            kept[row["sha256"]] = owner if all(owner) else None
     annotations = choose_annotations(a for a in lake.records("annotations") if isinstance(a, Annotation))
     return LakeView(products, looks, generations, owner_images, kept, annotations)
 
@@ -235,6 +242,7 @@ def build_release(
         raise ReleaseError(f"release {version} already exists in {lake.home}; pass --replace to rebuild it")
 
     view = lake_view(lake)
+    view.released = set(released_sha256s(lake, before=version))
     assembly = Assembler(
         view,
         lake.get_image,
@@ -264,7 +272,11 @@ def build_release(
 
     def put(rel: str, data: bytes, rows: int | None = None) -> None:
         atomic_write_bytes(lake.fs, f"{staging}/{rel}", data)
-        files[rel] = {"sha256": _sha256_bytes(data), "size": len(data), **({"rows": rows} if rows is not None else {})}
+        files[rel] = {
+            "sha256": _sha256_bytes(data),
+            "size": len(data),
+            **({"rows": rows} if rows is not None else {}),
+        }
 
     for rel, table in tables.items():
         put(rel, parquet_bytes(table), table.num_rows)
@@ -302,14 +314,26 @@ def build_release(
         "files": dict(sorted(files.items())),
         **extra,
     }
-    atomic_write_bytes(lake.fs, f"{staging}/{MANIFEST}", json.dumps(manifest, indent=2, sort_keys=True).encode())
+    atomic_write_bytes(
+        lake.fs, f"{staging}/{MANIFEST}", json.dumps(manifest, indent=2, sort_keys=True).encode()
+    )
     problems = verify_path(lake, staging)
     if problems:
         raise ReleaseError(f"release {version} failed verification before commit: {problems[0]}")
     if lake.local:
         _commit_local(lake, staging, target, version, exists)
     if publish_latest:
-        atomic_write_bytes(lake.fs, lake.path("releases", LATEST), json.dumps({"version": version}).encode())
+        try:
+            current = resolve_version(lake, "latest")
+        except ReleaseError:
+            current = None
+        if current is not None and current > version:
+            # A backfill of an older window never moves `latest` backwards.
+            publish_latest, latest_reason = False, f"{current} is newer and stays latest"
+        else:
+            atomic_write_bytes(
+                lake.fs, lake.path("releases", LATEST), json.dumps({"version": version}).encode()
+            )
     return BuildResult(
         version=version,
         path=lake.url("releases", version),
@@ -341,7 +365,9 @@ def _list_files(lake: Lake, base: str) -> list[str]:
     base = base.rstrip("/")
     if not lake.fs.exists(base):
         return []
-    return sorted(p[len(base) + 1 :] for p in lake.fs.find(base) if not os.path.basename(p).startswith(".tmp-"))
+    return sorted(
+        p[len(base) + 1 :] for p in lake.fs.find(base) if not os.path.basename(p).startswith(".tmp-")
+    )
 
 
 def verify_path(lake: Lake, base: str) -> list[str]:

@@ -33,6 +33,7 @@ from types import TracebackType
 from typing import Any
 
 import httpx
+
 from lookbench_live.annotation.loopback_server import free_port
 
 __all__ = [

@@ -14,8 +14,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from lookbench_live.scrapers.extract.model import Problem
 from lxml import html as lxml_html
+
+from lookbench_live.scrapers.extract.model import Problem
 
 MAX_SCRIPT_CHARS = 2_000_000
 MAX_DEPTH = 64  # deeper nesting is never real product data (S8: 10,000 levels is an attack)

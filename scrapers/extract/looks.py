@@ -16,6 +16,8 @@ import hashlib
 import re
 from typing import Any
 
+from lxml import html as lxml_html
+
 from lookbench_live.scrapers.extract.jsonld import (
     jsonld_scripts,
     load_script,
@@ -25,7 +27,6 @@ from lookbench_live.scrapers.extract.jsonld import (
 )
 from lookbench_live.scrapers.extract.model import Extraction, LookData, Problem, parse_datetime
 from lookbench_live.scrapers.extract.values import absolute_url, clean_title
-from lxml import html as lxml_html
 
 _LOOK_CLASSES = frozenset({"look", "shop-the-look", "shopthelook", "get-the-look", "outfit", "lookbook-look"})
 _PERCENT = re.compile(r"(left|top|width|height)\s*:\s*(-?\d+(?:\.\d+)?)%", re.I)

@@ -13,6 +13,8 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
+from lxml import html as lxml_html
+
 from lookbench_live.scrapers.extract.jsonld import (
     id_index,
     jsonld_scripts,
@@ -34,7 +36,6 @@ from lookbench_live.scrapers.extract.values import (
     normalize_brand,
     parse_price,
 )
-from lxml import html as lxml_html
 
 PRODUCT_TYPES = frozenset({"product", "productgroup", "individualproduct", "productmodel", "someproducts"})
 MAX_PAGE_TEXT = 20_000

@@ -3,7 +3,7 @@
 The flow calls `pending_image_requests(lake)` then `ingest_images(lake, settings, requests, run_id)`.
 """
 
-from lookbench_live.scrapers.ingest.ingestor import IngestResult, ingest_images
+from lookbench_live.scrapers.ingest.ingestor import IngestAborted, IngestResult, ingest_images
 from lookbench_live.scrapers.ingest.pending import ImageRequest, pending_image_requests
 
-__all__ = ["ImageRequest", "IngestResult", "ingest_images", "pending_image_requests"]
+__all__ = ["ImageRequest", "IngestAborted", "IngestResult", "ingest_images", "pending_image_requests"]

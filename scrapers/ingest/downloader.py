@@ -24,10 +24,16 @@ import zlib
 from dataclasses import dataclass
 
 import httpx
-from lookbench_live.scrapers.ingest.robots import RobotsCache
-from lookbench_live.scrapers.netguard import BlockedURL, GuardedAsyncTransport, redirect_target
 
 from lookbench_live.config import IngestSettings
+from lookbench_live.scrapers.ingest.robots import RobotsCache
+from lookbench_live.scrapers.netguard import (
+    BlockedURL,
+    GuardedAsyncTransport,
+    check_scheme,
+    check_url,
+    redirect_target,
+)
 
 OPT_OUT_DIRECTIVES = frozenset({"noai", "noimageai"})
 MAX_RETRY_AFTER_S = 30.0
@@ -81,8 +87,8 @@ def _retry_after(response: httpx.Response) -> float | None:
 
 
 # httpcore scans every pooled connection (a syscall each) whenever a request is assigned,
-# so one pool of 32 connections costs ~2.3 ms of CPU per request on loopback and four pools
-# of 8 ~0.9 ms (measured, bench/ingest_bench.py era). Concurrency is spread over lanes.
+# so one pool of 32 connections cost ~2.3 ms of CPU per request on loopback against ~0.9 ms
+# for pools of 8 (docs/benchmarks.md, image ingestion). Concurrency is spread over lanes.
 CONNECTIONS_PER_LANE = 8
 
 
@@ -135,6 +141,19 @@ class ImageDownloader:
 
     async def fetch(self, url: str, lane: int = 0) -> Fetched:
         """The image body at `url`, or `FetchFailed` once retries (for transient failures) are spent."""
+        try:
+            check_scheme(url)
+            httpx.URL(url)
+        except BlockedURL as exc:
+            raise FetchFailed(exc.reason, exc.detail) from None
+        except httpx.InvalidURL as exc:
+            # httpx refuses spellings such as 0177.0.0.1 that the resolver accepts: let the
+            # guard name a private target as such before calling the URL merely invalid.
+            try:
+                await asyncio.to_thread(check_url, url, allow_private=self.settings.allow_private_addresses)
+            except BlockedURL as blocked:
+                raise FetchFailed(blocked.reason, blocked.detail) from None
+            raise FetchFailed("invalid_url", f"{url!r}: {exc}") from None
         attempts = self.settings.retries + 1
         for attempt in range(1, attempts + 1):
             try:

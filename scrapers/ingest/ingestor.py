@@ -30,14 +30,22 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
+from lookbench_live.config import IngestSettings
 from lookbench_live.dedup.hashing import ImageHashes
 from lookbench_live.schema.records import ImageRecord, utcnow
 from lookbench_live.scrapers.ingest.downloader import FetchFailed, ImageDownloader
+from lookbench_live.scrapers.ingest.metadata import MetadataError, strip_metadata
 from lookbench_live.scrapers.ingest.pending import ImageRequest
 from lookbench_live.scrapers.ingest.validator import ImageRejected, ValidImage, validate_image
 from lookbench_live.warehouse.lake import Lake
 
-from lookbench_live.config import IngestSettings
+
+class IngestAborted(RuntimeError):
+    """The run cannot go on (the lake refuses writes, decode processes cannot start).
+
+    Not a property of any image, so no image gets a row for it: outcomes finished before
+    the abort are committed, and a rerun continues with the rest.
+    """
 
 
 @dataclass
@@ -96,40 +104,68 @@ def _decode_in_worker(data: bytes) -> ValidImage | tuple[str, str]:
         return exc.reason, exc.detail
 
 
+def _ping() -> bool:
+    return True
+
+
 class Decoder:
     """Validates fetched bytes by decoding: in threads (`workers = 0`) or in `workers` processes.
 
     With processes, a decoder that kills its process (I7) breaks the pool: the pool is
     replaced, and every image that was in flight is decoded again alone in a one-process
-    quarantine pool, so only the image that kills it is rejected `decoder_crash`.
-    `validate` must be a module-level function (it is sent to spawned processes).
+    quarantine pool, so only the image that kills it is rejected `decoder_crash`. A pool
+    must answer a ping before it gets images, so processes that cannot start at all raise
+    `IngestAborted` instead of blaming images. `validate` must be a module-level function
+    (it is sent to spawned processes).
     """
 
     def __init__(self, settings: IngestSettings, validate: Validate = validate_image):
         self.settings = settings
         self.validate = validate
         self._context = multiprocessing.get_context("spawn")  # never fork a process that holds threads
-        self._pool = self._new_pool(settings.workers) if settings.workers > 0 else None
+        # A daemonic process (a Dask worker, a pool worker) may not have children; there the
+        # hosting process is the isolation unit and decoding runs in threads.
+        self.in_processes = settings.workers > 0 and not multiprocessing.current_process().daemon
+        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
         self._quarantine: concurrent.futures.ProcessPoolExecutor | None = None
+        self._start_lock = asyncio.Lock()
         self._quarantine_lock = asyncio.Lock()
 
-    def _new_pool(self, size: int) -> concurrent.futures.ProcessPoolExecutor:
-        return concurrent.futures.ProcessPoolExecutor(
+    async def _started(self, size: int) -> concurrent.futures.ProcessPoolExecutor:
+        pool = concurrent.futures.ProcessPoolExecutor(
             size, mp_context=self._context, initializer=_init_worker, initargs=(self.settings, self.validate)
         )
+        try:
+            await asyncio.get_running_loop().run_in_executor(pool, _ping)
+        except Exception as exc:  # BrokenProcessPool, RuntimeError, OSError: no process could start
+            pool.shutdown(wait=False, cancel_futures=True)
+            # Typically a caller's main module without `if __name__ == "__main__":`, which
+            # spawned processes re-import; or no memory for new processes.
+            detail = " ".join(str(exc).split()) or type(exc).__name__
+            raise IngestAborted(
+                f"decode processes cannot start ({detail}); set ingest.workers = 0 to decode in threads"
+            ) from exc
+        return pool
+
+    async def _running_pool(self) -> concurrent.futures.ProcessPoolExecutor:
+        async with self._start_lock:
+            if self._pool is None:
+                self._pool = await self._started(self.settings.workers)
+            return self._pool
 
     async def decode(self, data: bytes) -> ValidImage:
         """The facts and hashes of valid image bytes; raises `ImageRejected` with the reason."""
-        if self._pool is None:
+        if not self.in_processes:
             # Pillow decodes without holding the GIL: a thread keeps the loop fetching.
             return await asyncio.to_thread(self.validate, data, self.settings)
-        pool = self._pool
+        pool = await self._running_pool()
         try:
             result = await asyncio.get_running_loop().run_in_executor(pool, _decode_in_worker, data)
         except BrokenProcessPool:
-            if self._pool is pool:
-                self._pool = self._new_pool(self.settings.workers)
-                pool.shutdown(wait=False, cancel_futures=True)
+            async with self._start_lock:
+                if self._pool is pool:
+                    self._pool = None  # the next image starts (and pings) a fresh pool
+                    pool.shutdown(wait=False, cancel_futures=True)
             result = await self._decode_alone(data)
         if isinstance(result, tuple):
             raise ImageRejected(*result)
@@ -138,7 +174,7 @@ class Decoder:
     async def _decode_alone(self, data: bytes) -> ValidImage | tuple[str, str]:
         async with self._quarantine_lock:
             if self._quarantine is None:
-                self._quarantine = self._new_pool(1)
+                self._quarantine = await self._started(1)
             try:
                 return await asyncio.get_running_loop().run_in_executor(
                     self._quarantine, _decode_in_worker, data
@@ -171,8 +207,20 @@ async def _ingest_url(
         valid = await decoder.decode(fetched.data)
     except ImageRejected as exc:
         return Outcome(url, "rejected", fetched_at, reason=exc.reason, detail=exc.detail, final_url=final_url)
+    # Metadata (EXIF GPS, XMP, text chunks) never enters the lake; pixel data is kept byte for byte.
+    try:
+        data = strip_metadata(fetched.data, valid.format)
+    except MetadataError as exc:
+        return Outcome(
+            url, "rejected", fetched_at, reason="malformed_container", detail=str(exc), final_url=final_url
+        )
     # Stored only once the decode succeeded: the lake holds no bytes that failed validation.
-    sha = await store(fetched.data)
+    try:
+        sha = await store(data)
+    except (
+        Exception
+    ) as exc:  # disk full, permissions, object store down: the run stops, the image is not at fault
+        raise IngestAborted(f"storing an image in the lake failed: {type(exc).__name__}: {exc}") from exc
     return Outcome(
         url,
         "ok",
@@ -182,7 +230,7 @@ async def _ingest_url(
         width=valid.width,
         height=valid.height,
         format=valid.format,
-        byte_size=len(fetched.data),
+        byte_size=len(data),
         hashes=valid.hashes,
     )
 
@@ -211,6 +259,8 @@ async def _ingest_urls(
             for url in queue:  # the shared iterator hands each URL to exactly one worker
                 try:
                     outcome = await _ingest_url(downloader, decoder, store, url, lane)
+                except IngestAborted:
+                    raise
                 except Exception as exc:  # a bug must not lose the URL's row or stop the batch
                     outcome = Outcome(
                         url, "rejected", utcnow(), reason="internal_error", detail=repr(exc)[:500]
@@ -228,8 +278,9 @@ async def _ingest_urls(
         finally:
             decoder.close()
             storers.shutdown(wait=True)
-    if on_batch is not None and batch:
-        on_batch(batch)
+            # Finished outcomes are committed even when the run aborts.
+            if on_batch is not None and batch:
+                on_batch(batch)
     return outcomes
 
 

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import httpx
-from lookbench_live.scrapers.netguard import MAX_REDIRECTS, BlockedURL, redirect_target
 from protego import Protego
+
+from lookbench_live.scrapers.netguard import MAX_REDIRECTS, BlockedURL, redirect_target
 
 ROBOTS_MAX_BYTES = 500 * 1024
 SUCCESS_TTL_S = 24 * 3600.0
@@ -81,7 +82,7 @@ class RobotsCache:
         except BlockedURL as exc:
             # The host itself is refused: record that, not a robots problem.
             return self._failed(f"{origin}/robots.txt: {exc.detail}", reason=exc.reason)
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
             return self._failed(f"{origin}/robots.txt: {type(exc).__name__}: {exc}")
 
     def _failed(self, detail: str, reason: str = "robots_unreachable") -> _Entry:

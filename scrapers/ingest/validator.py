@@ -23,10 +23,10 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 
-from lookbench_live.dedup.hashing import ImageHashes, hash_image, prepare
 from PIL import Image, UnidentifiedImageError
 
 from lookbench_live.config import IngestSettings
+from lookbench_live.dedup.hashing import ImageHashes, hash_image, prepare
 
 # Magic numbers of formats we refuse to parse, to tell "an image we do not accept" from "not an image".
 _MAGIC: tuple[tuple[bytes, str], ...] = (

@@ -22,6 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from lookbench_live.config import SiteSettings
 from lookbench_live.scrapers.sample_store import images as drawing
 from lookbench_live.scrapers.sample_store import pages
 from lookbench_live.scrapers.sample_store.catalog import (
@@ -32,8 +33,6 @@ from lookbench_live.scrapers.sample_store.catalog import (
     build_catalog,
     build_looks,
 )
-
-from lookbench_live.config import SiteSettings
 
 __all__ = ["DEFAULT_NOW", "SampleStore", "sample_sites"]
 

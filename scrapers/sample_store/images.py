@@ -14,8 +14,9 @@ import random
 import struct
 import zlib
 
-from lookbench_live.scrapers.sample_store.catalog import CATEGORIES, COLORS, ProductSpec
 from PIL import Image, ImageDraw, ImageFilter
+
+from lookbench_live.scrapers.sample_store.catalog import CATEGORIES, COLORS, ProductSpec
 
 PHOTO_SIZE = (320, 400)
 LOOK_SIZE = (480, 640)
@@ -189,7 +190,9 @@ def product_photo(product: ProductSpec, view: int) -> bytes:
     shifted = (box[0] + 120, box[1] + 120, box[2] + 120, box[3] + 120)
     paint_garment(big, product, shifted, back=view == 3)
     canvas = big.crop((120, 120, 120 + w, 120 + h))
-    canvas = canvas.rotate(tilt + (4 if view == 1 else 0), resample=Image.Resampling.BICUBIC, fillcolor=background)
+    canvas = canvas.rotate(
+        tilt + (4 if view == 1 else 0), resample=Image.Resampling.BICUBIC, fillcolor=background
+    )
     if view == 1:
         pass
     if view == 3:

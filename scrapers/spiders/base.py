@@ -16,15 +16,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import scrapy
-from lookbench_live.scrapers.extract.model import Extraction, NormalizedProduct
-from lookbench_live.scrapers.items import CrawlItem, rejection
-from lookbench_live.scrapers.journal import CrawlJournal
-from lookbench_live.scrapers.middlewares import RefusedRequest
 from scrapy.http import Response
 from scrapy.utils.request import request_from_dict
 from twisted.python.failure import Failure
 
 from lookbench_live.config import SiteSettings
+from lookbench_live.scrapers.extract.model import Extraction, NormalizedProduct
+from lookbench_live.scrapers.items import CrawlItem, rejection
+from lookbench_live.scrapers.journal import CrawlJournal
+from lookbench_live.scrapers.middlewares import RefusedRequest
 
 Callback = Callable[..., Iterable[Any] | None]
 

@@ -7,9 +7,10 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import scrapy
+from scrapy.http import Response
+
 from lookbench_live.scrapers.extract.looks import extract_looks
 from lookbench_live.scrapers.spiders.base import SiteSpider, journaled
-from scrapy.http import Response
 
 MAX_DEPTH = 2
 

@@ -14,10 +14,11 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import scrapy
+from scrapy.http import Response
+
 from lookbench_live.scrapers.extract import extract_document
 from lookbench_live.scrapers.items import rejection
 from lookbench_live.scrapers.spiders.base import SiteSpider, journaled
-from scrapy.http import Response
 
 # Set from the site config when the spider starts (one site per crawl process).
 ALLOW_PRIVATE = False

@@ -13,13 +13,14 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import scrapy
+from scrapy.http import Response
+from scrapy.utils.gz import gunzip
+from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
+
 from lookbench_live.scrapers.extract import decode_body, extract_document
 from lookbench_live.scrapers.extract.model import parse_datetime
 from lookbench_live.scrapers.items import rejection
 from lookbench_live.scrapers.spiders.base import SiteSpider, journaled
-from scrapy.http import Response
-from scrapy.utils.gz import gunzip
-from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 
 
 class SchemaOrgSpider(SiteSpider):

@@ -8,10 +8,11 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import scrapy
+from scrapy.http import Response
+
 from lookbench_live.scrapers.extract.shopify import extract_shopify
 from lookbench_live.scrapers.items import rejection
 from lookbench_live.scrapers.spiders.base import SiteSpider, journaled
-from scrapy.http import Response
 
 PAGE_SIZE = 250
 

@@ -8,10 +8,11 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import scrapy
+from scrapy.http import Response
+
 from lookbench_live.scrapers.extract.woocommerce import extract_woocommerce
 from lookbench_live.scrapers.items import rejection
 from lookbench_live.scrapers.spiders.base import SiteSpider, journaled
-from scrapy.http import Response
 
 PER_PAGE = 100
 V1 = "/wp-json/wc/store/v1/products"
