@@ -24,7 +24,7 @@ from lookbench_live.config import Settings, load_settings
 from lookbench_live.flows import ledger, stages
 from lookbench_live.flows.progress import stage_progress
 from lookbench_live.flows.runtime import RunSpec, default_as_of, parse_moment, task_runner
-from lookbench_live.flows.summary import markdown_summary, publish_artifact
+from lookbench_live.flows.summary import markdown_summary, publish_artifact, rejection_counts
 from lookbench_live.warehouse.assemble import SUBSETS, Window
 from lookbench_live.warehouse.lake import Lake
 from lookbench_live.warehouse.release import (
@@ -203,6 +203,8 @@ def release_stage(
             seed=settings.release.seed,
             run_id=spec.run_key,
             before_commit=before_commit,
+            # Every drop the lake has recorded, by stage/reason: nothing is lost silently.
+            extra_manifest={"rejections_by_reason": rejection_counts(lake)},
         )
     except ReleaseError as exc:
         if "already exists" in str(exc):

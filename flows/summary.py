@@ -47,9 +47,12 @@ def markdown_summary(lake: Lake, summary: dict[str, Any]) -> str:
             lines += ["", f"**Not published as latest:** {release.get('latest_reason')}"]
         audit = release.get("audit") or {}
         lines += ["", "## Audit", ""]
-        if audit.get("status") == "ok":
+        if audit.get("status") == "ok" and audit.get("overall"):
+            overall = audit["overall"]
             lines.append(
-                f"Accuracy {audit.get('accuracy')} (95% CI {audit.get('ci_low')}–{audit.get('ci_high')})"
+                f"Per-attribute accuracy {overall['accuracy']:.3f} (95% Wilson interval {overall['low']:.3f}–"
+                f"{overall['high']:.3f}, {overall['total']} verdicts); gate "
+                + ("passed" if audit.get("gate_passed") else f"failed: {audit.get('gate_reason')}")
             )
         else:
             lines.append(f"Skipped: {audit.get('reason', 'not run')}")
