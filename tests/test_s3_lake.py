@@ -231,10 +231,14 @@ def test_verify_on_s3_names_an_altered_file(s3_lake: Lake) -> None:
     assert any("aigen_studio/gallery.parquet was altered" in p for p in problems), problems
 
 
-def test_a_release_folder_without_manifest_is_not_a_release_on_s3(s3_lake: Lake) -> None:
+def test_a_release_folder_without_manifest_is_not_a_release_on_s3(bucket: str) -> None:
     """Object stores have no rename: data first, manifest last; readers trust only manifests."""
+    s3_lake = Lake(f"s3://{bucket}/lake")
+    lakefill.fill(s3_lake, products=4, looks=1)
     committed, version = "v20261101", "v20261102"
     _build(s3_lake, version=committed)
+    # New items for the next release (a release never repeats an earlier one's images).
+    lakefill.fill(s3_lake, products=4, looks=1, seed=5, start=lakefill.T0.replace(day=2))
 
     def killed(staging: str) -> dict:
         # Every data file, the card and the Croissant file are written; the manifest is next.
