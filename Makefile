@@ -19,6 +19,9 @@ $(STAMP): pyproject.toml constraints.txt
 	# The CPU build of torch first; the constraints file then stops pip from pulling a CUDA build.
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -c constraints.txt -e '.[test]'
+	# The official evaluator, as the peer the evaluation tests compare Recall@K with (its own pins
+	# are too old for this stack: no deps; it installs only a `look_bench` package).
+	$(PIP) install -q --no-deps look-bench==0.4.0
 	touch $@
 
 setup: $(STAMP) system

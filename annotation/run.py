@@ -65,7 +65,6 @@ from lookbench_live.schema.records import (
     Annotation,
     Generation,
     Look,
-    Product,
     Record,
     Rejection,
     bbox_text,
@@ -73,6 +72,7 @@ from lookbench_live.schema.records import (
 )
 from lookbench_live.schema.taxonomy import Taxonomy
 from lookbench_live.warehouse.lake import Lake
+from lookbench_live.warehouse.views import latest_products
 
 log = logging.getLogger(__name__)
 
@@ -147,20 +147,6 @@ class Unit:
     hotspots: list[tuple[str | None, tuple[int, int, int, int]]] = field(default_factory=list)
     title: str | None = None
     problem: tuple[str, str] | None = None  # (reason, detail) when the unit cannot be annotated
-
-
-def latest_products(lake: Lake) -> dict[str, Product]:
-    latest: dict[str, Product] = {}
-    for record in lake.records("products"):
-        assert isinstance(record, Product)
-        key = product_key(record.source, record.product_id)
-        current = latest.get(key)
-        if current is None or (record.created_at, record.first_seen_at) > (
-            current.created_at,
-            current.first_seen_at,
-        ):
-            latest[key] = record
-    return latest
 
 
 def _unique_refs(categories: dict[str, str | None]) -> dict[str, str | None]:

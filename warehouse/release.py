@@ -26,7 +26,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from lookbench_live import __version__
-from lookbench_live.schema.records import Annotation, Generation, Look, Product, Rejection, product_key
+from lookbench_live.schema.records import Annotation, Generation, Look, Rejection
 from lookbench_live.warehouse.assemble import (
     NOISE,
     SUBSETS,
@@ -38,6 +38,7 @@ from lookbench_live.warehouse.assemble import (
 )
 from lookbench_live.warehouse.card import croissant_json, dataset_card
 from lookbench_live.warehouse.lake import Lake, atomic_write_bytes, parquet_bytes
+from lookbench_live.warehouse.views import latest_products
 
 MANIFEST = "manifest.json"
 LATEST = "LATEST"
@@ -144,17 +145,7 @@ def released_sha256s(lake: Lake, *, before: str | None = None) -> dict[str, str]
 
 # ---------------------------------------------------------------------- reading the lake
 def lake_view(lake: Lake) -> LakeView:
-    products: dict[str, Product] = {}
-    for product in lake.records("products"):
-        assert isinstance(product, Product)
-        key = product_key(product.source, product.product_id)
-        current = products.get(key)
-        # the newest content of a product; its first_seen_at is the product's, kept by the crawler
-        if current is None or (product.created_at, product.content_hash) > (
-            current.created_at,
-            current.content_hash,
-        ):
-            products[key] = product
+    products = latest_products(lake)
     looks: dict[str, Look] = {}
     for look in lake.records("looks"):
         assert isinstance(look, Look)
