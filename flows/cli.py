@@ -148,11 +148,20 @@ def serve(
     Schedules do not fire on Prefect's temporary local API: run this, or a Prefect server and
     worker (docker-compose.yml).
     """
+    import os
+
+    # Heartbeats let the server mark a killed run Crashed (see flows/zombies.py).
+    os.environ.setdefault("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "60")
     settings = _prepare(config)
     from prefect import serve as prefect_serve
 
     from lookbench_live.flows.deploy import refresh_deployment
 
+    if os.environ.get("PREFECT_API_URL"):
+        from lookbench_live.flows.zombies import install_zombie_automation
+
+        state = install_zombie_automation(int(os.environ["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"]))
+        typer.echo(f"zombie-run automation: {state}")
     prefect_serve(refresh_deployment(settings, config, cron=cron))
 
 
