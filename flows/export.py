@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import tarfile
 from dataclasses import dataclass
 
@@ -119,7 +118,3 @@ def _read_tar(blob: bytes, version: str) -> dict[str, bytes]:
             assert handle is not None
             out[member.name[len(version) + 1 :]] = handle.read()
     return out
-
-
-def manifest_summary(manifest: dict) -> str:
-    return json.dumps({k: manifest[k] for k in ("version", "rows") if k in manifest})

@@ -32,7 +32,6 @@ from lookbench_live.warehouse.release import (
     build_release,
     committed_versions,
     read_manifest,
-    release_dir,
     version_for,
 )
 
@@ -344,7 +343,3 @@ def backfill_flow(
 def with_runner(settings: Settings, chosen: Any) -> Any:
     """The flow with the task runner of the config (threads, Dask or Ray)."""
     return chosen.with_options(task_runner=task_runner(settings.flows))
-
-
-def release_path(lake: Lake, version: str) -> str:
-    return release_dir(lake, version)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import site
 import subprocess
 import sys
@@ -27,25 +28,26 @@ SUBPACKAGES = [
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    build_dir = tmp_path_factory.mktemp("build")
-    # No build isolation: the wheel is built with the setuptools installed here (offline-safe).
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(out),
-            str(REPO),
-        ],
-        check=True,
-        capture_output=True,
-        cwd=build_dir,
-        timeout=300,
+    # Build from a copy of the sources: setuptools leaves a build/ folder beside them, whose stale
+    # files could otherwise end up in a later wheel.
+    source = tmp_path_factory.mktemp("source") / "lookbench-live"
+    ignore = shutil.ignore_patterns(
+        ".git", ".venv*", "build", "dist", "*.egg-info", "lookbench-data", "__pycache__"
     )
+    shutil.copytree(REPO, source, ignore=ignore)
+    # No build isolation: the wheel is built with the setuptools installed here (offline-safe).
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--no-build-isolation",
+        "-w",
+        str(out),
+        str(source),
+    ]
+    subprocess.run(command, check=True, capture_output=True, cwd=source, timeout=300)
     (found,) = out.glob("lookbench_live-*.whl")
     return found
 
