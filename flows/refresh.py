@@ -112,8 +112,18 @@ def audit_staging(lake: Lake, settings: Settings, staging: str, run_key: str) ->
     items = []
     for subset in SUBSETS:
         for split in ("query", "gallery"):
+            # Not `raw_image`: the judge sees what was labelled (the crop), and photos would double memory.
+            columns = [
+                "image",
+                "raw_sha256",
+                "bbox",
+                "category",
+                "attributes",
+                "main_attribute",
+                "annotation_model",
+            ]
             with lake.fs.open(f"{staging}/{subset}/{split}.parquet", "rb") as handle:
-                rows = pq.read_table(handle).to_pylist()
+                rows = pq.read_table(handle, columns=columns).to_pylist()
             for row in rows:
                 items.append(
                     AuditItem(
