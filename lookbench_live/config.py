@@ -28,7 +28,6 @@ class Section(BaseModel):
 
 class LakeSettings(Section):
     home: str | None = None  # None: $LOOKBENCH_HOME or ./lookbench-data; or an fsspec URL (s3://…)
-    storage_options_env: dict[str, str] = Field(default_factory=dict)  # option -> env var holding it
 
 
 class SiteSettings(Section):
