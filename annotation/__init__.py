@@ -2,7 +2,7 @@
 
 The flow calls `run_annotation(lake, settings, taxonomy, run_id)` and
 `run_audit(lake, judge_settings, taxonomy, items, run_id, seed=0)`; see docs/annotation.md.
-Names are imported lazily, so that `annotation.vllm_integration` stays importable in the
+Names are imported lazily, so that `lookbench_live.testing.vllm_integration` stays importable in the
 vLLM server's own venv, which has none of the pipeline's dependencies.
 """
 

@@ -31,8 +31,8 @@ from PIL import Image, ImageDraw
 from lookbench_live.annotation import prompts
 from lookbench_live.annotation.endpoint import ChatEndpoint
 from lookbench_live.annotation.images import prepare
-from lookbench_live.annotation.loopback_server import LoopbackState, build_answer, free_port
 from lookbench_live.schema.taxonomy import default_taxonomy
+from lookbench_live.testing.loopback_server import LoopbackState, build_answer, free_port
 
 # vLLM recipe for Qwen2.5-VL-72B, BF16, TP4 on 4×A100-80GB (shared/anchors.md).
 RECIPE_REQ_S = 3.83
@@ -53,7 +53,7 @@ def start_server(port: int) -> subprocess.Popen:
         [
             sys.executable,
             "-m",
-            "lookbench_live.annotation.loopback_server",
+            "lookbench_live.testing.loopback_server",
             "--port",
             str(port),
             "--model",

@@ -23,9 +23,9 @@ import imagehash
 import numpy as np
 from PIL import Image
 
-from lookbench_live.dedup.calibration import draw_garment, garment_specs, jpeg
-from lookbench_live.dedup.hashing import hamming, hash_bytes
 from lookbench_live.dedup.index import range_pairs
+from lookbench_live.schema.hashing import hamming, hash_bytes
+from lookbench_live.testing.calibration import draw_garment, garment_specs, jpeg
 
 
 def bench_hashing(n: int) -> None:

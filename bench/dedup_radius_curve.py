@@ -16,7 +16,7 @@ import argparse
 import collections
 import time
 
-from lookbench_live.dedup.calibration import TRANSFORMS, curve, garment_specs, labelled_pairs
+from lookbench_live.testing.calibration import TRANSFORMS, curve, garment_specs, labelled_pairs
 
 
 def main() -> None:

@@ -26,9 +26,9 @@ import openai
 from PIL import Image, ImageDraw
 
 from lookbench_live.annotation.prompts import attributes_messages
-from lookbench_live.annotation.vllm_integration.server import VllmServer
-from lookbench_live.annotation.vllm_integration.tiny_qwen import build_tiny_qwen25_vl
 from lookbench_live.schema.taxonomy import default_taxonomy
+from lookbench_live.testing.vllm_integration.server import VllmServer
+from lookbench_live.testing.vllm_integration.tiny_qwen import build_tiny_qwen25_vl
 
 
 def data_url(seed: int) -> str:

@@ -41,9 +41,9 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from lookbench_live.config import DedupSettings
-from lookbench_live.dedup.hashing import HASH_METHOD, ImageHashes, fine_phash, hamming, hash_bytes
 from lookbench_live.dedup.index import is_hash, pack, range_pairs
 from lookbench_live.dedup.known import KnownHashes, load_known_hashes
+from lookbench_live.schema.hashing import HASH_METHOD, ImageHashes, fine_phash, hamming, hash_bytes
 from lookbench_live.schema.records import DedupDecision, Rejection
 from lookbench_live.warehouse.lake import Lake
 

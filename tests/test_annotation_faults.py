@@ -10,11 +10,11 @@ import pytest
 from annotation_fixtures import build_lake
 
 from lookbench_live.annotation.endpoint import ChatEndpoint, RequestFailed
-from lookbench_live.annotation.loopback_server import LoopbackServer
 from lookbench_live.annotation.run import AnnotationError, run_annotation
 from lookbench_live.config import AnnotationSettings
 from lookbench_live.schema.records import Annotation
 from lookbench_live.schema.taxonomy import default_taxonomy
+from lookbench_live.testing.loopback_server import LoopbackServer
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 TAXONOMY = default_taxonomy()

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from annotation_fixtures import build_lake
 
-from lookbench_live.annotation.loopback_server import LoopbackServer
 from lookbench_live.annotation.run import run_annotation
 from lookbench_live.config import AnnotationSettings
 from lookbench_live.schema.taxonomy import default_taxonomy
+from lookbench_live.testing.loopback_server import LoopbackServer
 from lookbench_live.warehouse.lake import Lake
 
 CHILD = """

@@ -12,12 +12,12 @@ from annotation_fixtures import build_lake
 from PIL import Image
 
 from lookbench_live.annotation import images as imgs
-from lookbench_live.annotation.loopback_server import LoopbackServer
 from lookbench_live.annotation.prompts import sanitize_untrusted, untrusted_block
 from lookbench_live.annotation.run import run_annotation
 from lookbench_live.config import AnnotationSettings
 from lookbench_live.schema.records import TABLES
 from lookbench_live.schema.taxonomy import default_taxonomy
+from lookbench_live.testing.loopback_server import LoopbackServer
 
 TAXONOMY = default_taxonomy()
 CANARY = "sk-canary-7f3a9e2b41d0"

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from lookbench_live.cli import app
 from lookbench_live.config import DedupSettings
 from lookbench_live.dedup import run_dedup
-from lookbench_live.dedup.calibration import jpeg
-from lookbench_live.dedup.hashing import HASH_METHOD, hash_bytes
+from lookbench_live.schema.hashing import HASH_METHOD, hash_bytes
+from lookbench_live.testing.calibration import jpeg
 from lookbench_live.warehouse.lake import Lake
 
 

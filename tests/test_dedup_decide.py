@@ -14,10 +14,10 @@ from PIL import Image
 
 from lookbench_live.config import DedupSettings
 from lookbench_live.dedup import run_dedup
-from lookbench_live.dedup.calibration import GarmentSpec, draw_garment, jpeg, transform
-from lookbench_live.dedup.hashing import HASH_METHOD, hamming, hash_bytes
 from lookbench_live.dedup.known import KnownDatasetError, hash_files, write_hash_file
+from lookbench_live.schema.hashing import HASH_METHOD, hamming, hash_bytes
 from lookbench_live.schema.records import ImageRecord
+from lookbench_live.testing.calibration import GarmentSpec, draw_garment, jpeg, transform
 from lookbench_live.warehouse.lake import Lake
 
 T0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lookbench_live.dedup.hashing import hamming
 from lookbench_live.dedup.index import HashFormatError, pack, range_pairs, unpack
+from lookbench_live.schema.hashing import hamming
 
 
 def _brute(q: np.ndarray, t: np.ndarray, radius: int) -> set[tuple[int, int, int]]:

@@ -8,9 +8,9 @@ import pytest
 from annotation_fixtures import jpeg
 
 from lookbench_live.annotation.judge import AuditItem, run_audit, sample_size, stratified_sample, wilson
-from lookbench_live.annotation.loopback_server import LoopbackServer
 from lookbench_live.config import JudgeSettings
 from lookbench_live.schema.taxonomy import default_taxonomy
+from lookbench_live.testing.loopback_server import LoopbackServer
 from lookbench_live.warehouse.lake import Lake
 
 TAXONOMY = default_taxonomy()

@@ -8,9 +8,9 @@ from pathlib import Path
 import lakefill
 from test_release import PlainTaxonomy
 
-from lookbench_live.annotation.loopback_server import LoopbackServer
 from lookbench_live.config import JudgeSettings, Settings
 from lookbench_live.flows.refresh import audit_staging
+from lookbench_live.testing.loopback_server import LoopbackServer
 from lookbench_live.warehouse.lake import Lake
 from lookbench_live.warehouse.release import build_release, read_manifest, resolve_version, verify_release
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from lookbench_live.annotation.vllm_integration.server import (
+from lookbench_live.testing.vllm_integration.server import (
     VllmServer,
     VllmServerError,
     VllmVenvMissing,

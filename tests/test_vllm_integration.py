@@ -35,15 +35,15 @@ import openai
 import pytest
 from PIL import Image, ImageDraw
 
-from lookbench_live.annotation.vllm_integration.server import (
+from lookbench_live.config import AnnotationSettings
+from lookbench_live.testing.vllm_integration.server import (
     REPO_ROOT,
     SITECUSTOMIZE,
     VllmServer,
     VllmVenvMissing,
     find_vllm_python,
 )
-from lookbench_live.annotation.vllm_integration.tiny_qwen import TinyQwen, build_tiny_qwen25_vl
-from lookbench_live.config import AnnotationSettings
+from lookbench_live.testing.vllm_integration.tiny_qwen import TinyQwen, build_tiny_qwen25_vl
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(420)]
 

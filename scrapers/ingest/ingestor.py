@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lookbench_live.config import IngestSettings
-from lookbench_live.dedup.hashing import ImageHashes
+from lookbench_live.schema.hashing import ImageHashes
 from lookbench_live.schema.records import ImageRecord, utcnow
 from lookbench_live.scrapers.ingest.downloader import FetchFailed, ImageDownloader
 from lookbench_live.scrapers.ingest.metadata import MetadataError, strip_metadata

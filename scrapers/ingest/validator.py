@@ -8,7 +8,7 @@ Nothing here trusts `Content-Type` or the URL's extension. The order matters:
    (`not_an_image`), without opening them with any other plugin.
 2. The size from the header is checked against the pixel cap, the minimum side and the
    aspect ratio BEFORE any pixel is decoded (decompression bombs, I1–I3, I9).
-3. `dedup.hashing.prepare` + `hash_image` decode the first frame only (animations are not
+3. `schema.hashing.prepare` + `hash_image` decode the first frame only (animations are not
    walked) with `LOAD_TRUNCATED_IMAGES` left False, so a truncated file fails (I4). This
    decode is the validation.
 
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from PIL import Image, UnidentifiedImageError
 
 from lookbench_live.config import IngestSettings
-from lookbench_live.dedup.hashing import ImageHashes, hash_image, prepare
+from lookbench_live.schema.hashing import ImageHashes, hash_image, prepare
 
 # Magic numbers of formats we refuse to parse, to tell "an image we do not accept" from "not an image".
 _MAGIC: tuple[tuple[bytes, str], ...] = (

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image, ImageDraw, ImageEnhance, ImageFilter, ImageOps
 
-from lookbench_live.dedup.hashing import ImageHashes, fine_phash, hamming, hash_bytes
+from lookbench_live.schema.hashing import ImageHashes, fine_phash, hamming, hash_bytes
 
 KINDS = ("dress", "shirt", "pants")
 COLOURS = {

@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from lookbench_live.annotation.loopback_server import free_port
+from lookbench_live.testing.loopback_server import free_port
 
 __all__ = [
     "REPO_ROOT",
@@ -45,7 +45,7 @@ __all__ = [
     "find_vllm_python",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]  # core/testing/vllm_integration/server.py
 LOOPBACK = "127.0.0.1"  # the only address the server ever binds
 
 # The torchvision wheel that matches torch 2.13 is a CUDA build: importing it beside the

@@ -25,7 +25,7 @@ Every request is counted per image (`requests_for(sha)`), and every payload is c
 for remote image URLs (`remote_image_urls`), so tests can assert what was sent.
 
 Usage: `with LoopbackServer(truth=...) as server: server.base_url` (a background thread),
-or `python -m lookbench_live.annotation.loopback_server --port P` (a process, for the bench).
+or `python -m lookbench_live.testing.loopback_server --port P` (a process, for the bench).
 """
 
 from __future__ import annotations
