@@ -9,8 +9,11 @@ permutation, and each attribute value, scene variable and framing is picked
 "least used so far, ties broken by the seeded RNG". A caller may rely on:
 - the same taxonomy, templates, count and seed give the same items, in the same order;
 - over `k * len(categories)` studio items every category appears exactly `k` times;
-- within an attribute group, value counts differ by at most one, so every value of a
-  group appears once the group has been used as often as it has values.
+- only values that apply to the category are requested (`Taxonomy.values_for`: no
+  "below-the-knee t-shirt", no "fleece bag");
+- within an attribute group, among the categories that share one set of applicable values,
+  value counts differ by at most one, so every applicable value appears once the group has
+  been used for those categories as often as the set has values.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ class TaxonomyLike(Protocol):
     def groups_for(self, category: str) -> Sequence[str]: ...
 
     def values(self, group: str) -> Sequence[str]: ...
+
+    def values_for(self, category: str, group: str) -> Sequence[str]: ...
 
 
 class PromptError(ValueError):
@@ -113,8 +118,9 @@ class BalancedChooser:
         return [o for o in options if o in chosen]
 
 
-def visible_values(taxonomy: TaxonomyLike, group: str) -> list[str]:
-    return [v for v in taxonomy.values(group) if v != NOT_VISIBLE]
+def visible_values(taxonomy: TaxonomyLike, category: str, group: str) -> list[str]:
+    """The values of `group` a generator may be asked to draw on a `category` (never not_visible)."""
+    return [v for v in taxonomy.values_for(category, group) if v != NOT_VISIBLE]
 
 
 class CategoryCycle:
@@ -137,9 +143,11 @@ class CategoryCycle:
 def _pick_attributes(
     taxonomy: TaxonomyLike, category: str, chooser: BalancedChooser, per_item: int
 ) -> tuple[tuple[str, str], ...]:
-    groups = [g for g in taxonomy.groups_for(category) if visible_values(taxonomy, g)]
+    options = {g: visible_values(taxonomy, category, g) for g in taxonomy.groups_for(category)}
+    groups = [g for g, values in options.items() if values]
     chosen_groups = chooser.pick_many(("groups", category), groups, per_item)
-    return tuple((g, chooser.pick(("values", g), visible_values(taxonomy, g))) for g in chosen_groups)
+    # Balanced per (group, applicable set): categories sharing a vocabulary share the counts.
+    return tuple((g, chooser.pick(("values", g, tuple(options[g])), options[g])) for g in chosen_groups)
 
 
 def sample_studio_items(
