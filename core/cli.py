@@ -39,6 +39,7 @@ STAGE_CLIS = (
     "lookbench_live.warehouse.cli",
     "lookbench_live.evaluation.cli",
     "lookbench_live.schema.cli",
+    "lookbench_live.flows.models",
 )
 
 for _name in STAGE_CLIS:
