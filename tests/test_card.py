@@ -79,7 +79,6 @@ def test_a_built_release_croissant_still_validates(tmp_path: Path) -> None:
     tool = _mlcroissant()
     if tool is None:
         pytest.skip("mlcroissant is not installed")
-    sys.path.insert(0, str(Path(__file__).parent))
     import lakefill
     from test_release import build
 

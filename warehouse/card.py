@@ -310,3 +310,23 @@ def _field(record_set: str, file_id: str, column: str) -> dict[str, Any]:
         ]
     field["source"] = source
     return field
+
+
+def patch_card_rows(card: str, rows: dict[str, int]) -> str:
+    """The card with its `| file | rows |` table set to ``rows`` (an export without taken-down rows)."""
+    out = []
+    for line in card.split("\n"):
+        parts = line.split(" | ")
+        if line.startswith("| ") and len(parts) == 2 and parts[0][2:] in rows:
+            line = f"| {parts[0][2:]} | {rows[parts[0][2:]]} |"
+        out.append(line)
+    return "\n".join(out)
+
+
+def patch_croissant_checksums(text: str, checksums: dict[str, str]) -> str:
+    """The Croissant file with each FileObject's sha256 set from ``checksums`` (relative path -> hex)."""
+    doc = json.loads(text)
+    for entry in doc.get("distribution", []):
+        if entry.get("contentUrl") in checksums:
+            entry["sha256"] = checksums[entry["contentUrl"]]
+    return json.dumps(doc, indent=2, sort_keys=False)
