@@ -226,11 +226,11 @@ def filter_release_files(
 ) -> FilteredFiles:
     """Drop taken-down rows from each Parquet file of a release, and then the queries left
     without any gallery row of their item in the same subset (they could never be answered)."""
+    if not len(takedowns):  # the common case: nothing to read
+        return FilteredFiles({}, {})
     tables = {
         rel: pq.read_table(pa.BufferReader(blob)) for rel, blob in files.items() if rel.endswith(".parquet")
     }
-    if not len(takedowns):
-        return FilteredFiles({}, {})
     keep: dict[str, list[bool]] = {}
     removed: dict[str, dict[str, int]] = {}
     columns_needed = [*MATCH_COLUMNS, *(("image", "raw_image") if takedowns.phashes else ())]
