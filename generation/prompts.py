@@ -29,7 +29,10 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from lookbench_live.schema.records import dumps
-from lookbench_live.schema.taxonomy import NOT_VISIBLE  # never requested from a generator
+from lookbench_live.schema.taxonomy import (  # not_visible is never requested from a generator
+    MULTI_SEPARATOR,
+    NOT_VISIBLE,
+)
 
 TEMPLATES_PATH = Path(__file__).with_name("templates.json")
 
@@ -263,7 +266,8 @@ def _fields(template: str) -> list[str]:
 
 
 def _words(value: str) -> str:
-    return " ".join(value.replace("_", " ").split())
+    # A multi-valued answer ("red|white", a product's annotated colours) reads "red and white".
+    return " ".join(" and ".join(value.split(MULTI_SEPARATOR)).replace("_", " ").split())
 
 
 def _article(phrase: str) -> str:

@@ -137,3 +137,10 @@ def test_plan_records_template_version_and_links_products():
 
     _, again = plan_generation(settings, tax, list(reversed(products)))
     assert [r.generation_id for r in again] == [r.generation_id for r in requests]
+
+
+def test_a_multi_valued_product_attribute_reads_as_words():
+    from lookbench_live.generation.prompts import product_item
+
+    item = product_item("shop:1", "top", {"color": "red|white", "pattern": "stripe", "material": NOT_VISIBLE})
+    assert load_templates().item_phrase(item) == "red and white, stripe top"
