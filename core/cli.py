@@ -39,6 +39,8 @@ STAGE_CLIS = (
     "lookbench_live.warehouse.cli",
     "lookbench_live.evaluation.cli",
     "lookbench_live.schema.cli",
+    "lookbench_live.flows.models",
+    "lookbench_live.warehouse.takedown_cli",
 )
 
 for _name in STAGE_CLIS:

@@ -135,6 +135,9 @@ def export(
     typer.echo(
         f"release {result.version}: {result.files} files, {result.bytes} bytes {state} at {result.destination}"
     )
+    if result.removed:  # takedowns: the exported copy has its own manifest
+        rows = sum(n for reasons in result.removed.values() for n in reasons.values())
+        typer.echo(f"left out {rows} taken-down rows (see `takedown` in the exported manifest.json)")
 
 
 def serve(

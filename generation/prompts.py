@@ -9,8 +9,11 @@ permutation, and each attribute value, scene variable and framing is picked
 "least used so far, ties broken by the seeded RNG". A caller may rely on:
 - the same taxonomy, templates, count and seed give the same items, in the same order;
 - over `k * len(categories)` studio items every category appears exactly `k` times;
-- within an attribute group, value counts differ by at most one, so every value of a
-  group appears once the group has been used as often as it has values.
+- only values that apply to the category are requested (`Taxonomy.values_for`: no
+  "below-the-knee t-shirt", no "fleece bag");
+- within an attribute group, among the categories that share one set of applicable values,
+  value counts differ by at most one, so every applicable value appears once the group has
+  been used for those categories as often as the set has values.
 """
 
 from __future__ import annotations
@@ -26,7 +29,10 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from lookbench_live.schema.records import dumps
-from lookbench_live.schema.taxonomy import NOT_VISIBLE  # never requested from a generator
+from lookbench_live.schema.taxonomy import (  # not_visible is never requested from a generator
+    MULTI_SEPARATOR,
+    NOT_VISIBLE,
+)
 
 TEMPLATES_PATH = Path(__file__).with_name("templates.json")
 
@@ -44,6 +50,8 @@ class TaxonomyLike(Protocol):
     def groups_for(self, category: str) -> Sequence[str]: ...
 
     def values(self, group: str) -> Sequence[str]: ...
+
+    def values_for(self, category: str, group: str) -> Sequence[str]: ...
 
 
 class PromptError(ValueError):
@@ -113,8 +121,9 @@ class BalancedChooser:
         return [o for o in options if o in chosen]
 
 
-def visible_values(taxonomy: TaxonomyLike, group: str) -> list[str]:
-    return [v for v in taxonomy.values(group) if v != NOT_VISIBLE]
+def visible_values(taxonomy: TaxonomyLike, category: str, group: str) -> list[str]:
+    """The values of `group` a generator may be asked to draw on a `category` (never not_visible)."""
+    return [v for v in taxonomy.values_for(category, group) if v != NOT_VISIBLE]
 
 
 class CategoryCycle:
@@ -137,9 +146,11 @@ class CategoryCycle:
 def _pick_attributes(
     taxonomy: TaxonomyLike, category: str, chooser: BalancedChooser, per_item: int
 ) -> tuple[tuple[str, str], ...]:
-    groups = [g for g in taxonomy.groups_for(category) if visible_values(taxonomy, g)]
+    options = {g: visible_values(taxonomy, category, g) for g in taxonomy.groups_for(category)}
+    groups = [g for g, values in options.items() if values]
     chosen_groups = chooser.pick_many(("groups", category), groups, per_item)
-    return tuple((g, chooser.pick(("values", g), visible_values(taxonomy, g))) for g in chosen_groups)
+    # Balanced per (group, applicable set): categories sharing a vocabulary share the counts.
+    return tuple((g, chooser.pick(("values", g, tuple(options[g])), options[g])) for g in chosen_groups)
 
 
 def sample_studio_items(
@@ -255,7 +266,8 @@ def _fields(template: str) -> list[str]:
 
 
 def _words(value: str) -> str:
-    return " ".join(value.replace("_", " ").split())
+    # A multi-valued answer ("red|white", a product's annotated colours) reads "red and white".
+    return " ".join(" and ".join(value.split(MULTI_SEPARATOR)).replace("_", " ").split())
 
 
 def _article(phrase: str) -> str:

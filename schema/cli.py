@@ -97,17 +97,26 @@ def _print_tables(taxonomy: "Taxonomy") -> None:
     categories = Table(title="Categories", show_lines=False)
     categories.add_column("category", style="bold")
     categories.add_column("super")
+    categories.add_column("published as")
     categories.add_column("attribute groups")
     categories.add_column("synonyms", style="dim")
     for category in taxonomy.categories.values():
         categories.add_row(
-            category.name, category.super_category, ", ".join(category.groups), ", ".join(category.synonyms)
+            category.name,
+            category.super_category,
+            category.published_name,
+            ", ".join(category.groups),
+            ", ".join(category.synonyms),
         )
     console.print(categories)
-    groups = Table(title="Attribute groups (each also accepts not_visible)")
+    groups = Table(
+        title="Attribute groups (each also accepts not_visible; * = only some categories, see --schema)"
+    )
     groups.add_column("group", style="bold")
     groups.add_column("values")
     groups.add_column("sources", style="dim")
     for group in taxonomy.groups.values():
-        groups.add_row(group.name, ", ".join(v.name for v in group.values), ", ".join(group.sources))
+        name = group.name + (f" (up to {group.multi})" if group.multi > 1 else "")
+        shown = ", ".join(v.name + ("*" if v.applies or v.not_for else "") for v in group.values)
+        groups.add_row(name, shown, ", ".join(group.sources))
     console.print(groups)

@@ -393,6 +393,25 @@ class Completion(Record):
     detail: str | None = None
 
 
+class Takedown(Record):
+    """An item its owner asked to remove: kept out of every later release and every export.
+
+    `kind` says what `value` holds: a page or image URL (normalized), a source (site) name, the
+    sha256 of image bytes, or a 64-bit pHash (16 hex digits; `phash_mirror` is its mirror, and
+    `radius` the Hamming distance within which an image counts as the same).
+    """
+
+    __table__ = "takedowns"
+    __key__ = ("kind", "value")
+
+    kind: Literal["url", "source", "sha256", "phash"]
+    value: str
+    phash_mirror: str | None = None
+    radius: int | None = None
+    reason: str | None = None  # the owner's request, a ticket id...
+    requested_by: str | None = None
+
+
 TABLES: dict[str, type[Record]] = {
     cls.__table__: cls
     for cls in (
@@ -406,5 +425,6 @@ TABLES: dict[str, type[Record]] = {
         Evaluation,
         Rejection,
         Completion,
+        Takedown,
     )
 }

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "MULTI_SEPARATOR",
     "NOT_VISIBLE",
     "AttributeGroup",
     "AttributeValue",
@@ -39,6 +40,8 @@ __all__ = [
     "TaxonomyError",
     "default_taxonomy",
     "load_taxonomy",
+    "split_values",
+    "values_match",
 ]
 
 NOT_VISIBLE = "not_visible"
@@ -54,9 +57,13 @@ _TOP_KEYS = frozenset(
     {"title", "description", "version", "super_categories", "sources", "groups", "categories"}
 )
 _SOURCE_KEYS = frozenset({"id", "title", "file", "origin", "licence"})
-_GROUP_KEYS = frozenset({"name", "sources", "values"})
-_VALUE_KEYS = frozenset({"name", "synonyms"})
-_CATEGORY_KEYS = frozenset({"name", "super_category", "groups", "synonyms", "sources"})
+_GROUP_KEYS = frozenset({"name", "sources", "values", "multi"})
+_VALUE_KEYS = frozenset({"name", "synonyms", "applies", "not_for"})
+_CATEGORY_KEYS = frozenset({"name", "super_category", "published", "groups", "synonyms", "sources"})
+# Joins the values of a multi-valued group in a flat string column ("red|white").
+MULTI_SEPARATOR = "|"
+# A group may hold at most this many values per item: more is a list of everything, not a label.
+_MAX_MULTI = 3
 
 
 class TaxonomyError(ValueError):
@@ -65,30 +72,78 @@ class TaxonomyError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class AttributeValue:
-    """One value of a closed vocabulary; ``name`` is the published string."""
+    """One value of a closed vocabulary; ``name`` is the published string.
+
+    ``applies`` (only these categories) or ``not_for`` (all but these) restricts the value to
+    some of the categories its group applies to: ``below-the-knee`` is a length of a dress, not
+    of a t-shirt. Both empty: the value applies wherever its group does.
+    """
 
     name: str
     synonyms: tuple[str, ...]
+    applies: tuple[str, ...] = ()
+    not_for: tuple[str, ...] = ()
+
+    def applies_to(self, category: str) -> bool:
+        if self.applies:
+            return category in self.applies
+        return category not in self.not_for
 
 
 @dataclass(frozen=True, slots=True)
 class AttributeGroup:
-    """An attribute group (``neckline``, ``color``...): its values in file order and its source ids."""
+    """An attribute group (``neckline``, ``color``...): its values in file order and its source ids.
+
+    ``multi`` is how many values one item may hold in this group (1 for most; 2 for colour and
+    material, where one value is wrong by nature: a striped two-colour top, a wool-silk blend).
+    """
 
     name: str
     values: tuple[AttributeValue, ...]
     sources: tuple[str, ...]
+    multi: int = 1
 
 
 @dataclass(frozen=True, slots=True)
 class Category:
-    """A garment category; ``groups`` is ordered, and that order is the order of ``other_attributes``."""
+    """A garment category; ``groups`` is ordered, and that order is the order of ``other_attributes``.
+
+    ``published`` is the name the release's ``category`` column carries (LookBench's language):
+    the shoe categories publish as ``shoe``, backpack, clutch and wallet as ``bag``; most
+    categories publish under their own name.
+    """
 
     name: str
     super_category: str
     groups: tuple[str, ...]
     synonyms: tuple[str, ...]
     sources: tuple[str, ...]
+    published: str = ""
+
+    @property
+    def published_name(self) -> str:
+        return self.published or self.name
+
+
+def split_values(value: str | Iterable[str]) -> tuple[str, ...]:
+    """The values of one group's answer: ``"red|white"`` -> ``("red", "white")``; a list as is.
+
+    Single values come back as a 1-tuple, so callers treat single- and multi-valued groups alike.
+    """
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(MULTI_SEPARATOR) if part.strip())
+    return tuple(str(v) for v in value)
+
+
+def values_match(a: str | Iterable[str], b: str | Iterable[str]) -> bool:
+    """The metric rule for one group: two answers match when their value sets intersect.
+
+    ``"red|white"`` matches ``"white"`` and ``"white|navy"``; :data:`NOT_VISIBLE` matches nothing,
+    not even itself (an unseen group is no evidence of similarity).
+    """
+    left = set(split_values(a)) - {NOT_VISIBLE}
+    right = set(split_values(b)) - {NOT_VISIBLE}
+    return bool(left & right)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +218,13 @@ class Taxonomy:
         for category in categories.values():
             for term in (category.name, *category.synonyms):
                 self._category_terms[_key(term)] = category.name
+        # (category, group) -> the values that apply, in file order: the one answer to "which
+        # values may this category take" that prompts, schemas, validation and the prior share.
+        self._applicable: dict[tuple[str, str], tuple[str, ...]] = {
+            (category.name, group): tuple(v.name for v in groups[group].values if v.applies_to(category.name))
+            for category in categories.values()
+            for group in category.groups
+        }
         # Per category: word -> (group, value); unique by construction (checked in from_dict).
         self._scan_terms: dict[str, dict[str, tuple[str, str]]] = {}
         self._scan_width: dict[str, int] = {}
@@ -171,6 +233,7 @@ class Taxonomy:
                 term: (group, value)
                 for group in category.groups
                 for term, value in self._value_terms[group].items()
+                if value in self._applicable[(category.name, group)]
             }
             self._scan_terms[category.name] = scan
             self._scan_width[category.name] = max((len(t.split()) for t in scan), default=1)
@@ -211,9 +274,49 @@ class Taxonomy:
         """The vocabulary of ``group`` in file order (without :data:`NOT_VISIBLE`)."""
         return [v.name for v in self._group(group).values]
 
+    def values_for(self, category: str, group: str) -> list[str]:
+        """The values of ``group`` that apply to ``category``, in file order (without :data:`NOT_VISIBLE`).
+
+        This is the vocabulary for one group of one category everywhere: AIGen prompts, the
+        annotation JSON Schema, :meth:`validate_annotation` and the metadata prior. Raise
+        :class:`TaxonomyError` if the group does not apply to the category at all.
+        """
+        cat = self._category(category)
+        self._group(group)
+        if group not in cat.groups:
+            raise TaxonomyError(
+                f"group {group!r} does not apply to {cat.name!r}; its groups: {', '.join(cat.groups)}"
+            )
+        return list(self._applicable[(cat.name, group)])
+
+    def value_applies(self, category: str, group: str, value: str) -> bool:
+        """Whether ``value`` is a value of ``group`` that ``category`` may take (False for unknown names)."""
+        if category not in self.categories or group not in self.categories[category].groups:
+            return False
+        return value in self._applicable[(category, group)]
+
     def category_values(self, category: str) -> list[str]:
-        """Every value of every group of ``category``, in group order: the ``main_attribute`` vocabulary."""
-        return [value for group in self._category(category).groups for value in self.values(group)]
+        """Every applicable value of every group of ``category``, in group order: the ``main_attribute`` vocabulary."""
+        cat = self._category(category)
+        return [value for group in cat.groups for value in self._applicable[(cat.name, group)]]
+
+    def multi(self, group: str) -> int:
+        """How many values one item may hold in ``group`` (1: a single value)."""
+        return self._group(group).multi
+
+    # -- the published benchmark's language ------------------------------------------------------
+
+    def published_category(self, category: str) -> str:
+        """The release's ``category`` string for ``category``: ``sneakers`` -> ``shoe``, ``dress`` -> ``dress``."""
+        return self._category(category).published_name
+
+    def published_categories(self) -> list[str]:
+        """Every distinct published category name, in file order."""
+        return list(dict.fromkeys(cat.published_name for cat in self.categories.values()))
+
+    def categories_published_as(self, name: str) -> list[str]:
+        """Our categories that publish as ``name`` (``"shoe"`` -> the seven shoe categories); [] if none."""
+        return [cat.name for cat in self.categories.values() if cat.published_name == name]
 
     def group_of(self, value: str, category: str | None = None) -> str | None:
         """The group whose vocabulary has the exact value name ``value`` (synonyms are not resolved).
@@ -273,18 +376,28 @@ class Taxonomy:
 
     # -- annotation contract --------------------------------------------------------------------
 
-    def json_schema(self, category: str) -> dict[str, Any]:
+    def json_schema(self, category: str, *, multi: bool = False) -> dict[str, Any]:
         """A flat JSON Schema for one annotation of ``category``.
 
-        Properties: ``category`` (fixed), one string enum per applicable group (its values plus
-        :data:`NOT_VISIBLE`), and ``main_attribute`` (enum of :meth:`category_values`). All are
-        required, nothing else is allowed, and there is no ``allOf``/``anyOf``/``oneOf``/``$ref``:
-        vLLM's grammar backend mis-compiles multi-branch schemas.
+        Properties: ``category`` (fixed), one string enum per applicable group (the values that
+        apply to this category, :meth:`values_for`, plus :data:`NOT_VISIBLE`), and
+        ``main_attribute`` (enum of :meth:`category_values`). All are required, nothing else is
+        allowed, and there is no ``allOf``/``anyOf``/``oneOf``/``$ref``: vLLM's grammar backend
+        mis-compiles multi-branch schemas.
+
+        With ``multi=True`` a group whose :meth:`multi` is above 1 becomes an array of 1 to
+        ``multi`` values of the same enum (``["not_visible"]`` when unseen); still one branch.
+        ``main_attribute`` stays a single value.
         """
         cat = self._category(category)
         properties: dict[str, Any] = {"category": {"type": "string", "enum": [cat.name]}}
         for group in cat.groups:
-            properties[group] = {"type": "string", "enum": [*self.values(group), NOT_VISIBLE]}
+            enum = {"type": "string", "enum": [*self._applicable[(cat.name, group)], NOT_VISIBLE]}
+            limit = self.groups[group].multi
+            if multi and limit > 1:
+                properties[group] = {"type": "array", "items": enum, "minItems": 1, "maxItems": limit}
+            else:
+                properties[group] = enum
         properties["main_attribute"] = {"type": "string", "enum": self.category_values(cat.name)}
         return {
             "title": f"LookBench {cat.name} annotation (taxonomy {self.version})",
@@ -294,12 +407,15 @@ class Taxonomy:
             "additionalProperties": False,
         }
 
-    def validate_annotation(self, category: str, payload: Any) -> list[str]:
+    def validate_annotation(self, category: str, payload: Any, *, multi: bool = False) -> list[str]:
         """Every way ``payload`` breaks :meth:`json_schema` or the main-attribute rule; empty if valid.
 
         Checked: unknown category, ``category`` key missing or different, a group missing, a
-        value outside the group's vocabulary (``not_visible`` is allowed), an extra key, and a
-        ``main_attribute`` that is missing, ``not_visible``, or not one of the payload's values.
+        value outside the group's vocabulary or not applicable to the category (``not_visible``
+        is allowed), an extra key, and a ``main_attribute`` that is missing, ``not_visible``, or
+        not one of the payload's values. With ``multi=True`` a multi-valued group may also hold
+        a list (or an ``"a|b"`` string) of up to :meth:`multi` distinct values; ``not_visible``
+        may not be mixed with values.
         """
         if category not in self.categories:
             return [f"unknown category {category!r}; known: {', '.join(self.categories)}"]
@@ -316,21 +432,10 @@ class Taxonomy:
             if group not in payload:
                 errors.append(f"missing group {group!r}")
                 continue
-            value = payload[group]
-            if not isinstance(value, str):
-                errors.append(f"{group}: value must be a string, got {type(value).__name__}")
-            elif value != NOT_VISIBLE and value not in self._value_names[group]:
-                hint = self.normalize_value(group, value)
-                errors.append(
-                    f"{group}: {value!r} is not in the vocabulary"
-                    + (
-                        f" (did you mean {hint!r}?)"
-                        if hint
-                        else f" (see `lookbench-live taxonomy --schema {cat.name}`)"
-                    )
-                )
-            else:
-                given.append(value)
+            values, fault = self._answer_values(cat.name, group, payload[group], multi=multi)
+            if fault:
+                errors.append(fault)
+            given.extend(values)
         allowed = {"category", "main_attribute", *cat.groups}
         errors.extend(
             f"extra key {key!r}: not a group of {cat.name!r}" for key in payload if key not in allowed
@@ -344,16 +449,50 @@ class Taxonomy:
             errors.append(f"main_attribute {main!r} is not among the payload's values")
         return errors
 
+    def _answer_values(self, category: str, group: str, value: Any, *, multi: bool) -> tuple[list[str], str]:
+        """The visible values of one group's answer and a fault ("" if none)."""
+        limit = self.groups[group].multi if multi else 1
+        if isinstance(value, list) and limit > 1:
+            items = value
+        elif isinstance(value, str):
+            items = list(split_values(value)) if limit > 1 else [value]
+        else:
+            kind = "a string or a list of strings" if limit > 1 else "a string"
+            return [], f"{group}: value must be {kind}, got {type(value).__name__}"
+        if not items or not all(isinstance(v, str) for v in items):
+            return [], f"{group}: {value!r} must name at least one value"
+        if len(items) > limit:
+            return [], f"{group}: {len(items)} values given, at most {limit} allowed"
+        if len(set(items)) != len(items):
+            return [], f"{group}: {value!r} repeats a value"
+        if NOT_VISIBLE in items:
+            return [], f"{group}: {NOT_VISIBLE!r} cannot be combined with values" if len(items) > 1 else ""
+        visible: list[str] = []
+        for item in items:
+            if item not in self._value_names[group]:
+                hint = self.normalize_value(group, item)
+                return [], f"{group}: {item!r} is not in the vocabulary" + (
+                    f" (did you mean {hint!r}?)"
+                    if hint
+                    else f" (see `lookbench-live taxonomy --schema {category}`)"
+                )
+            if item not in self._applicable[(category, group)]:
+                return [], f"{group}: {item!r} does not apply to {category!r} (see Taxonomy.values_for)"
+            visible.append(item)
+        return visible, ""
+
     def published_columns(
-        self, category: str, attributes: Mapping[str, str], main_attribute: str
+        self, category: str, attributes: Mapping[str, Any], main_attribute: str
     ) -> tuple[str, str]:
         """The release's ``(main_attribute, other_attributes)`` for one item.
 
         ``other_attributes`` is the visible values other than ``main_attribute``, in the category's
-        group order, joined with ", ". ``attributes`` maps group -> value; absent groups count as
-        not visible, and the keys ``category`` and ``main_attribute`` are ignored so a validated
-        annotation can be passed as is. Raise :class:`TaxonomyError` for an unknown group or value,
-        or a ``main_attribute`` that is not one of the visible values.
+        group order, joined with ", "; a multi-valued group's values (a list or ``"a|b"``) are
+        listed one by one. ``attributes`` maps group -> value; absent groups count as not visible,
+        and the keys ``category`` and ``main_attribute`` are ignored so a validated annotation can
+        be passed as is. Raise :class:`TaxonomyError` for an unknown group or value, or a
+        ``main_attribute`` that is not one of the visible values. Applicability is not checked
+        here: a label made under an older file is still published as it was made.
         """
         cat = self._category(category)
         unknown = [k for k in attributes if k not in cat.groups and k not in ("category", "main_attribute")]
@@ -361,12 +500,15 @@ class Taxonomy:
             raise TaxonomyError(f"{cat.name}: {', '.join(map(repr, unknown))} not groups of this category")
         visible: list[str] = []
         for group in cat.groups:
-            value = attributes.get(group, NOT_VISIBLE)
-            if value == NOT_VISIBLE:
-                continue
-            if value not in self._value_names[group]:
-                raise TaxonomyError(f"{cat.name}: {group} value {value!r} is not in the vocabulary")
-            visible.append(value)
+            raw = attributes.get(group, NOT_VISIBLE)
+            parts = split_values(raw) if self.groups[group].multi > 1 else (raw,)
+            for value in parts:
+                if value == NOT_VISIBLE:
+                    continue
+                if value not in self._value_names[group]:
+                    raise TaxonomyError(f"{cat.name}: {group} value {value!r} is not in the vocabulary")
+                if value not in visible:
+                    visible.append(value)
         if main_attribute not in visible:
             raise TaxonomyError(
                 f"{cat.name}: main_attribute {main_attribute!r} is not one of the visible values {visible}"
@@ -374,12 +516,19 @@ class Taxonomy:
         return main_attribute, ", ".join(v for v in visible if v != main_attribute)
 
     def to_json(self) -> dict[str, Any]:
-        """The compact form: version, category names, group -> values, category -> groups."""
+        """The compact form: version, categories, group -> values, category -> groups, value
+        restrictions, published names and multi-valued groups."""
         return {
             "version": self.version,
             "categories": self.category_names(),
             "groups": {name: self.values(name) for name in self.groups},
             "applies": {name: list(cat.groups) for name, cat in self.categories.items()},
+            "values_for": {
+                name: {group: list(self._applicable[(name, group)]) for group in cat.groups}
+                for name, cat in self.categories.items()
+            },
+            "published": {name: cat.published_name for name, cat in self.categories.items()},
+            "multi": {name: group.multi for name, group in self.groups.items() if group.multi > 1},
         }
 
     # -- helpers -----------------------------------------------------------------------------
@@ -420,6 +569,7 @@ class _Parser:
         groups = self.parse_groups(data["groups"], sources)
         categories = self.parse_categories(data["categories"], groups, sources, supers)
         self.check_every_group_applied(groups, categories)
+        self.check_value_restrictions(groups, categories)
         self.check_category_words(groups, categories)
         canonical = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return Taxonomy(
@@ -481,9 +631,15 @@ class _Parser:
         if not isinstance(name, str) or not _key(name):
             raise self.fail(entry, f"name {name!r} must be a non-empty string")
         # Names are published verbatim and joined with ", " in other_attributes.
-        if name != name.strip().lower() or "," in name or "_" in name or "  " in name:
+        # "|" joins the values of a multi-valued group ("red|white").
+        if (
+            name != name.strip().lower()
+            or any(c in name for c in (",", "_", MULTI_SEPARATOR))
+            or "  " in name
+        ):
             raise self.fail(
-                entry, f"name {name!r} must be lowercase words without commas, underscores or double spaces"
+                entry,
+                f"name {name!r} must be lowercase words without commas, underscores, '|' or double spaces",
             )
         if _key(name) == _key(NOT_VISIBLE):
             raise self.fail(entry, f"{NOT_VISIBLE!r} is reserved; every group accepts it implicitly")
@@ -505,6 +661,9 @@ class _Parser:
             if name in groups:
                 raise self.fail(entry, "defined twice")
             group_sources = self.source_ids(entry, item["sources"], sources)
+            multi = item.get("multi", 1)
+            if type(multi) is not int or not 1 <= multi <= _MAX_MULTI:
+                raise self.fail(entry, f"multi {multi!r} must be an integer from 1 to {_MAX_MULTI}")
             if not isinstance(item["values"], list) or not item["values"]:
                 raise self.fail(entry, "values must be a non-empty list")
             seen: dict[str, tuple[str, str]] = {}  # normalised word -> (value, word as written)
@@ -529,8 +688,20 @@ class _Parser:
                             "within a group each word may appear once",
                         )
                     seen[key] = (value, word)
-                values.append(AttributeValue(value, tuple(synonyms)))
-            groups[name] = AttributeGroup(name, tuple(values), group_sources)
+                if "applies" in raw and "not_for" in raw:
+                    raise self.fail(f"{entry} value {value!r}", "give 'applies' or 'not_for', not both")
+                applies = self.strings(
+                    f"{entry} value {value!r} applies", raw.get("applies", []), allow_empty=True
+                )
+                not_for = self.strings(
+                    f"{entry} value {value!r} not_for", raw.get("not_for", []), allow_empty=True
+                )
+                if "applies" in raw and not applies:
+                    raise self.fail(
+                        f"{entry} value {value!r}", "'applies' is empty: the value would apply nowhere"
+                    )
+                values.append(AttributeValue(value, tuple(synonyms), tuple(applies), tuple(not_for)))
+            groups[name] = AttributeGroup(name, tuple(values), group_sources, multi)
         return groups
 
     def parse_categories(
@@ -569,6 +740,9 @@ class _Parser:
                     )
             if len(set(applied)) != len(applied):
                 raise self.fail(entry, "lists a group twice")
+            published = item.get("published", "")
+            if "published" in item:
+                published = self.check_name(f"{entry} published", published)
             synonyms = self.strings(f"{entry} synonyms", item.get("synonyms", []), allow_empty=True)
             for word in (name, *synonyms):
                 key = _key(word)
@@ -583,8 +757,35 @@ class _Parser:
                 groups=tuple(applied),
                 synonyms=tuple(synonyms),
                 sources=self.source_ids(entry, item["sources"], sources),
+                published=published,
             )
         return categories
+
+    def check_value_restrictions(
+        self, groups: Mapping[str, AttributeGroup], categories: Mapping[str, Category]
+    ) -> None:
+        # A restriction naming a category without the group is a typo or a stale entry; a
+        # category left with no value of a group it lists would force every answer to not_visible.
+        for group in groups.values():
+            users = [cat.name for cat in categories.values() if group.name in cat.groups]
+            for value in group.values:
+                for field, named in (("applies", value.applies), ("not_for", value.not_for)):
+                    for category in named:
+                        if category not in categories:
+                            raise self.fail(
+                                f"group {group.name!r} value {value.name!r}",
+                                f"{field} names unknown category {category!r}",
+                            )
+                        if category not in users:
+                            raise self.fail(
+                                f"group {group.name!r} value {value.name!r}",
+                                f"{field} names {category!r}, which does not have group {group.name!r}",
+                            )
+            for category in users:
+                if not any(value.applies_to(category) for value in group.values):
+                    raise self.fail(
+                        f"group {group.name!r}", f"no value applies to {category!r}; drop the group from it"
+                    )
 
     def check_every_group_applied(
         self, groups: Mapping[str, AttributeGroup], categories: Mapping[str, Category]

@@ -34,6 +34,7 @@ SCHEMA_CANDIDATES = [
 # The package folders installed under lookbench_live (what "the code" is).
 CODE_DIRS = (
     "lookbench_live",
+    "core",
     "flows",
     "scrapers",
     "generation",
@@ -163,7 +164,7 @@ def test_services_healthchecks_and_volumes() -> None:
     services = resolved()["services"]
     assert {"postgres", "prefect-server", "worker", "minio", "minio-init", "vllm"} <= set(services)
     for name, spec in services.items():
-        if name != "minio-init":  # a one-shot job has nothing to watch
+        if spec.get("restart") != "no":  # a one-shot job (minio-init, models-pull) has nothing to watch
             assert spec.get("healthcheck", {}).get("test"), f"service {name} has no healthcheck"
     declared = set(resolved().get("volumes") or {})
     for name, spec in services.items():
@@ -363,3 +364,29 @@ def test_secrets_come_only_from_the_environment() -> None:
     assert not re.search(r"(?i)(sk-[a-z0-9]{16,}|AKIA[0-9A-Z]{16})", text), (
         "an API key literal is in the file"
     )
+
+
+# ---------------------------------------------------------------------- models: pulled once, runs offline
+def test_models_are_pulled_into_a_volume_the_offline_worker_and_vllm_read() -> None:
+    worker, vllm, pull = service("worker"), service("vllm"), service("models-pull")
+    assert environment("worker")["HF_HUB_OFFLINE"] == "1" and environment("vllm")["HF_HUB_OFFLINE"] == "1"
+    assert "HF_HUB_OFFLINE" not in environment("models-pull")  # the one online step
+    hf_home = environment("worker")["HF_HOME"]
+    mounts = {m.split(":")[1]: m.split(":")[0] for m in worker["volumes"]}
+    assert mounts[hf_home] == "models"
+    pull_mounts = {m.split(":")[1]: m.split(":")[0] for m in pull["volumes"]}
+    assert pull_mounts[environment("models-pull")["HF_HOME"]] == "models"
+    assert pull_mounts["/etc/lookbench/lookbench.toml"] == "./deploy/lookbench.toml"
+    vllm_mounts = {m.split(":")[1]: m.split(":")[0] for m in vllm["volumes"]}
+    assert vllm_mounts[environment("vllm")["HF_HOME"]] == "models"
+    script = " ".join(pull["command"])
+    assert "lookbench-live models pull --config /etc/lookbench/lookbench.toml" in script
+    assert f"--to {hf_home}/hub" in script  # the hub cache of the worker's HF_HOME
+    assert pull["profiles"] == ["pull"] and pull["image"] == worker["image"]
+    # The worker and vLLM get distinct GPUs.
+    gpus = {
+        name: set(service(name)["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"])
+        for name in ("worker", "vllm")
+    }
+    assert len(gpus["vllm"]) == int(arg_after(vllm["command"], "--tensor-parallel-size"))
+    assert gpus["worker"] and not gpus["worker"] & gpus["vllm"]

@@ -21,24 +21,53 @@ def test_studio_items_cover_every_category_and_spread_values_evenly():
     assert set(per_category) == set(categories)
     assert set(per_category.values()) == {rounds}
 
-    per_group: dict[str, Counter[str]] = {}
+    # Values are balanced per (group, set of values applicable to the category): categories
+    # that share a vocabulary share the counts (the taxonomy's `applies` restricts values).
+    per_set: dict[tuple[str, tuple[str, ...]], Counter[str]] = {}
     for item in items:
         assert len(item.attributes) == min(3, len(tax.groups_for(item.category)))
         for group, value in item.attributes:
             assert group in tax.groups_for(item.category)
-            assert value in tax.values(group) and value != NOT_VISIBLE
-            per_group.setdefault(group, Counter())[value] += 1
-    for group, counts in per_group.items():
-        values = [v for v in tax.values(group) if v != NOT_VISIBLE]
+            applicable = tuple(tax.values_for(item.category, group))
+            assert value in applicable and value != NOT_VISIBLE
+            per_set.setdefault((group, applicable), Counter())[value] += 1
+    for (group, values), counts in per_set.items():
         used = sum(counts.values())
         full = [counts.get(v, 0) for v in values]
-        # least-used-first: counts differ by at most one, so a group used as often as it
+        # least-used-first: counts differ by at most one, so a set used as often as it
         # has values has shown every value.
         assert max(full) - min(full) <= 1, (group, counts)
         if used >= len(values):
             assert min(full) >= 1, group
     # every group of the taxonomy gets requested at some point
-    assert set(per_group) == {g for c in categories for g in tax.groups_for(c)}
+    assert {g for g, _ in per_set} == {g for c in categories for g in tax.groups_for(c)}
+
+
+def test_an_aigen_plan_for_every_category_requests_only_applicable_values():
+    """Issue 13 §4: no "double-breasted, white, fleece bag", no "below-the-knee, gray, sheer t-shirt"."""
+    tax = taxonomy()
+    templates = load_templates()
+    categories = tax.category_names()
+    settings = small_settings(
+        studio_items=4 * len(categories), street_looks=24, gallery_per_item=1, attributes_per_item=4
+    )
+    _, requests = plan_generation(settings, tax, [])
+    seen_categories: set[str] = set()
+    for request in requests:
+        for item in request.requested:
+            seen_categories.add(item.category)
+            for group, value in item.attributes:
+                assert value in tax.values_for(item.category, group), (item.category, group, value)
+            # The prompt names exactly these values: the rendered phrase is in the prompt.
+            assert templates.item_phrase(item) in request.prompt, (
+                templates.item_phrase(item),
+                request.prompt,
+            )
+    assert seen_categories == set(categories)
+    requested = {(i.category, v) for r in requests for i in r.requested for _, v in i.attributes}
+    for category, value in [("bag", "fleece"), ("bag", "double-breasted"), ("t-shirt", "below-the-knee")]:
+        assert (category, value) not in requested
+        assert value not in [v for g in tax.groups_for(category) for v in tax.values_for(category, g)]
 
 
 def test_sampling_is_seeded_and_item_ids_are_stable():
@@ -108,3 +137,10 @@ def test_plan_records_template_version_and_links_products():
 
     _, again = plan_generation(settings, tax, list(reversed(products)))
     assert [r.generation_id for r in again] == [r.generation_id for r in requests]
+
+
+def test_a_multi_valued_product_attribute_reads_as_words():
+    from lookbench_live.generation.prompts import product_item
+
+    item = product_item("shop:1", "top", {"color": "red|white", "pattern": "stripe", "material": NOT_VISIBLE})
+    assert load_templates().item_phrase(item) == "red and white, stripe top"

@@ -1,6 +1,7 @@
 """The taxonomy data file, its loader, its JSON Schemas and the `taxonomy` CLI command."""
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ from lookbench_live.schema.taxonomy import (
     TaxonomyError,
     default_taxonomy,
     load_taxonomy,
+    split_values,
+    values_match,
 )
 
 PACKAGED = Path(__file__).resolve().parents[1] / "schema" / "taxonomy.json"
@@ -27,10 +30,10 @@ def tax() -> Taxonomy:
 
 
 def valid_payload(tax: Taxonomy, category: str) -> dict[str, str]:
-    """A payload with the first value of every group; main_attribute = the first group's value."""
+    """A payload with the first applicable value of every group; main_attribute = the first group's value."""
     payload = {"category": category}
     for group in tax.groups_for(category):
-        payload[group] = tax.values(group)[0]
+        payload[group] = tax.values_for(category, group)[0]
     payload["main_attribute"] = payload[tax.groups_for(category)[0]]
     return payload
 
@@ -44,7 +47,7 @@ def test_counts_meet_the_issue(tax: Taxonomy) -> None:
     assert len(tax.groups) >= 12
     assert len(values) >= 100
     assert NOT_VISIBLE not in values
-    assert tax.version == "2026.11.0"
+    assert tax.version == "2026.12.0"
 
 
 def test_required_categories_and_groups_exist(tax: Taxonomy) -> None:
@@ -107,7 +110,9 @@ def test_every_entry_records_its_sources(tax: Taxonomy) -> None:
 
 def test_to_json_shape(tax: Taxonomy) -> None:
     data = tax.to_json()
-    assert set(data) == {"version", "categories", "groups", "applies"}
+    assert set(data) == {"version", "categories", "groups", "applies", "values_for", "published", "multi"}
+    assert data["values_for"]["bag"]["material"] == tax.values_for("bag", "material")
+    assert data["published"]["sneakers"] == "shoe" and data["multi"] == {"color": 2, "material": 2}
     assert data["categories"] == tax.category_names()
     assert data["applies"]["dress"] == tax.groups_for("dress")
     assert data["groups"]["neckline"] == tax.values("neckline")
@@ -143,7 +148,7 @@ def test_every_schema_is_flat_and_complete(tax: Taxonomy) -> None:
         assert list(schema["properties"]) == schema["required"]
         assert schema["properties"]["category"]["enum"] == [category]
         for group in tax.groups_for(category):
-            assert schema["properties"][group]["enum"] == [*tax.values(group), NOT_VISIBLE]
+            assert schema["properties"][group]["enum"] == [*tax.values_for(category, group), NOT_VISIBLE]
         assert schema["properties"]["main_attribute"]["enum"] == tax.category_values(category)
         assert NOT_VISIBLE not in schema["properties"]["main_attribute"]["enum"]
     # Against the metaschema: one category per super-category is enough (they share a shape).
@@ -493,3 +498,183 @@ def test_cli_bad_file_exits_1(taxonomy_app: typer.Typer, tmp_path: Path) -> None
     result = CliRunner().invoke(taxonomy_app, ["taxonomy", "--file", str(write(tmp_path, data)), "--json"])
     assert result.exit_code == 1
     assert "unknown group 'mood'" in result.stderr
+
+
+# -- issue 13: the published benchmark's language, Fashionpedia, applies, multi ------------------
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "taxonomy.md"
+FASHIONPEDIA = Path("/work/shared/taxonomies/fashionpedia-ontology.json")
+
+
+def _doc_table(header: str) -> list[list[str]]:
+    """The rows of the docs/taxonomy.md table whose header row starts with ``header``."""
+    lines = DOCS.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"| {header} |"))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+def test_every_known_lookbench_category_is_published_as_documented(tax: Taxonomy) -> None:
+    rows = _doc_table("LookBench published name")
+    assert {name for name, _ in rows} >= {"dress", "coat", "pants", "bag", "shoe", "blouse"}
+    for name, ours in rows:
+        assert name in tax.published_categories()
+        assert tax.categories_published_as(name) == [c.strip() for c in ours.split(",")]
+    assert "blouse" in tax.categories and tax.normalize_category("blouses") == "blouse"
+    assert tax.normalize_category("blouse") != "shirt"
+    assert {tax.published_category(c) for c in tax.categories_published_as("shoe")} == {"shoe"}
+    assert tax.published_category("dress") == "dress"
+    # The finer names keep working: the prior, the sample store and earlier annotations use them.
+    for name in ["sneakers", "boots", "heels", "sandals", "flats", "loafers", "oxfords", "sunglasses"]:
+        assert name in tax.categories
+
+
+def test_every_known_lookbench_value_is_in_its_documented_group(tax: Taxonomy) -> None:
+    rows = _doc_table("LookBench value")
+    assert {v for v, _ in rows} == {"leather", "sequin", "snakeskin", "applique", "printed", "bead"}
+    for value, group in rows:
+        assert tax.group_of(value) == group
+        # and a garment the release shows it on can take it
+        assert value in tax.values_for("dress", group)
+
+
+def test_fashionpedia_main_categories_are_mapped_as_documented(tax: Taxonomy) -> None:
+    rows = {int(i): (name, ours) for i, name, ours in _doc_table("id")}
+    if FASHIONPEDIA.exists():  # the shared copy of the ontology: the 27 main apparel categories
+        ontology = json.loads(FASHIONPEDIA.read_text(encoding="utf-8"))["categories"]
+        main = {c["id"]: c["name"] for c in ontology if c["id"] < 27}
+        assert {i: name for i, (name, _) in rows.items()} == main
+    assert sorted(rows) == list(range(27))
+    covered = 0
+    for _, ours in rows.values():
+        names = [n.strip() for n in ours.split(",") if n.strip() not in ("", "-", "—")]
+        assert all(n in tax.categories for n in names), names
+        covered += bool(names)
+    assert covered / 27 >= 0.8
+    assert covered == 27
+
+
+def test_every_new_category_has_groups_synonyms_and_sources(tax: Taxonomy) -> None:
+    for name in ["blouse", "tights", "socks", "leg warmers", "wallet", "headband", "tie", "gloves",
+                 "watch", "glasses", "umbrella"]:  # fmt: skip
+        cat = tax.categories[name]
+        assert cat.groups and cat.synonyms and cat.sources
+        for group in cat.groups:
+            assert tax.values_for(name, group)
+    assert "sleeve_length" not in tax.groups_for("watch") and "frame_shape" in tax.groups_for("glasses")
+    assert (
+        tax.normalize_category("Eyeglasses") == "glasses" and tax.normalize_category("shades") == "sunglasses"
+    )
+    assert tax.normalize_category("stockings") == "tights" and tax.normalize_category("sock") == "socks"
+
+
+def test_values_for_keeps_only_values_that_suit_the_category(tax: Taxonomy) -> None:
+    assert "fleece" not in tax.values_for("bag", "material")
+    assert "fleece" in tax.values_for("sweatshirt", "material")
+    assert "double-breasted" not in tax.values_for("bag", "closure")
+    assert "double-breasted" in tax.values_for("coat", "closure")
+    assert "below-the-knee" not in tax.values_for("t-shirt", "garment_length")
+    assert tax.values_for("pants", "garment_length") == ["cropped", "ankle length", "capri", "full length"]
+    assert "leather" not in tax.values_for("t-shirt", "material") and "leather" in tax.values_for(
+        "bag", "material"
+    )
+    assert tax.values_for("dress", "color") == tax.values("color")[: len(tax.values_for("dress", "color"))]
+    with pytest.raises(TaxonomyError, match="does not apply to 'bag'"):
+        tax.values_for("bag", "neckline")
+    assert tax.value_applies("coat", "closure", "double-breasted")
+    assert not tax.value_applies("bag", "closure", "double-breasted")
+    assert not tax.value_applies("bag", "neckline", "v-neck")
+    # the schema, validation and the prior follow the same restriction
+    enum = tax.json_schema("bag")["properties"]["material"]["enum"]
+    assert enum == [*tax.values_for("bag", "material"), NOT_VISIBLE]
+    assert "fleece" not in tax.json_schema("bag")["properties"]["main_attribute"]["enum"]
+    payload = valid_payload(tax, "bag") | {"material": "fleece"}
+    assert "material: 'fleece' does not apply to 'bag' (see Taxonomy.values_for)" in tax.validate_annotation(
+        "bag", payload
+    )
+    assert "material" not in tax.find_values("bag", "Fleece-lined tote")
+    assert tax.find_values("sweatshirt", "Fleece hoodie")["material"] == "fleece"
+
+
+def test_the_sample_store_ground_truth_uses_applicable_values(tax: Taxonomy) -> None:
+    catalog = pytest.importorskip("lookbench_live.scrapers.sample_store.catalog")
+    for product in catalog.build_catalog():
+        category = tax.normalize_category(product.category)
+        for group, value in product.attributes.items():
+            assert tax.value_applies(category, group, value), (product.category, group, value)
+
+
+@pytest.mark.parametrize(
+    ("edit", "fault"),
+    [
+        (
+            lambda d: d["groups"][0]["values"][0].update(applies=["bag"]),
+            "names 'bag', which does not have group",
+        ),
+        (lambda d: d["groups"][0]["values"][0].update(applies=["sofa"]), "unknown category 'sofa'"),
+        (lambda d: d["groups"][0]["values"][0].update(applies=["dress"], not_for=["top"]), "not both"),
+        (lambda d: d["groups"][0]["values"][0].update(applies=[]), "would apply nowhere"),
+        (lambda d: d["groups"][0].update(multi=9), "multi 9 must be an integer from 1 to 3"),
+        (lambda d: d["groups"][0]["values"][0].update(name="red|blue"), "'|'"),
+        (lambda d: d["categories"][0].update(published="Shoes_X"), "published"),
+    ],
+)
+def test_loader_refuses_bad_restrictions(edit, fault: str) -> None:
+    data = json.loads(PACKAGED.read_text(encoding="utf-8"))
+    edit(data)
+    with pytest.raises(TaxonomyError, match=re.escape(fault)):
+        Taxonomy.from_dict(data)
+
+
+def test_loader_refuses_a_group_left_without_values_for_a_category() -> None:
+    data = json.loads(PACKAGED.read_text(encoding="utf-8"))
+    rise = next(g for g in data["groups"] if g["name"] == "rise")
+    for value in rise["values"]:
+        value["not_for"] = ["shorts"]
+    with pytest.raises(TaxonomyError, match="no value applies to 'shorts'"):
+        Taxonomy.from_dict(data)
+
+
+def test_multi_valued_groups_schema_validation_and_publication(tax: Taxonomy) -> None:
+    assert tax.multi("color") == 2 and tax.multi("material") == 2 and tax.multi("pattern") == 1
+    schema = tax.json_schema("top", multi=True)
+    assert not _walk_keys(schema) & {"allOf", "anyOf", "oneOf", "$ref"}
+    jsonschema.Draft202012Validator.check_schema(schema)
+    color = schema["properties"]["color"]
+    assert color["type"] == "array" and color["maxItems"] == 2 and color["minItems"] == 1
+    assert color["items"]["enum"] == [*tax.values_for("top", "color"), NOT_VISIBLE]
+    assert schema["properties"]["pattern"]["type"] == "string"
+    validator = jsonschema.Draft202012Validator(schema)
+    payload = valid_payload(tax, "top") | {
+        "color": ["red", "white"],
+        "material": ["cotton"],
+        "pattern": "stripe",
+    }
+    payload["main_attribute"] = "stripe"
+    assert list(validator.iter_errors(payload)) == []
+    assert list(validator.iter_errors(payload | {"color": ["red", "white", "navy"]}))
+    assert tax.validate_annotation("top", payload, multi=True) == []
+    assert tax.validate_annotation("top", payload | {"main_attribute": "white"}, multi=True) == []
+    assert tax.validate_annotation("top", payload | {"color": "red|white"}, multi=True) == []
+    assert tax.validate_annotation("top", payload | {"color": ["red", "red"]}, multi=True)
+    assert tax.validate_annotation("top", payload | {"color": ["red", NOT_VISIBLE]}, multi=True)
+    assert tax.validate_annotation("top", payload | {"color": ["red", "white", "navy"]}, multi=True)
+    assert tax.validate_annotation("top", payload, multi=False)  # the single-value schema refuses lists
+    assert tax.validate_annotation("top", payload | {"pattern": ["stripe", "check"]}, multi=True)
+    # The release: main_attribute is one value, other_attributes lists each visible value once.
+    attrs = {"color": "red|white", "material": "cotton", "pattern": "stripe"}
+    assert tax.published_columns("top", attrs, "red") == ("red", "white, stripe, cotton")
+    assert tax.published_columns("top", attrs | {"color": ["red", "white"]}, "white") == (
+        "white",
+        "red, stripe, cotton",
+    )
+
+
+def test_values_match_is_set_intersection() -> None:
+    assert split_values("red|white") == ("red", "white") and split_values("red") == ("red",)
+    assert values_match("red|white", "white|navy") and values_match("red", ["navy", "red"])
+    assert not values_match("red|white", "navy") and not values_match(NOT_VISIBLE, NOT_VISIBLE)

@@ -46,24 +46,99 @@ CROISSANT_CONTEXT: dict[str, Any] = {
     "transform": "cr:transform",
 }
 
-# Croissant data types of the release's scalar columns (structs and lists are described in prose).
-_SCALAR_TYPES = {
-    "category": "sc:Text",
-    "main_attribute": "sc:Text",
-    "other_attributes": "sc:Text",
-    "item_ID": "sc:Text",
-    "task": "sc:Text",
-    "difficulty": "sc:Text",
-    "sha256": "sc:Text",
-    "raw_sha256": "sc:Text",
-    "first_seen_at": "sc:Date",
-    "published_at": "sc:Date",
-    "source": "sc:Text",
-    "source_url": "sc:URL",
-    "taxonomy_version": "sc:Text",
-    "annotation_model": "sc:Text",
-    "provenance": "sc:Text",
+# The project's contact page; a release passes its own (`info["contact"]`, crawl.contact_url).
+DEFAULT_CONTACT = "https://github.com/lookbench-live/lookbench-live"
+TERMS_NAME = "lookbench-live-research-terms"
+
+# Every column of a release: its Croissant type and what it means (the card and Croissant say the
+# same). A column added to RELEASE_SCHEMA without an entry here still gets a type from its Arrow
+# type and a pointer to docs/release.md, so the files never disagree with the data.
+COLUMNS: dict[str, tuple[str, str]] = {
+    "image": (
+        "sc:ImageObject",
+        "The query crop or gallery product image, encoded (JPEG/PNG/WEBP bytes); Hugging Face Image "
+        "struct {bytes, path}.",
+    ),
+    "raw_image": (
+        "sc:ImageObject",
+        "The full photo `image` was cut from (same struct); equal to `image` when there is no crop.",
+    ),
+    "category": (
+        "sc:Text",
+        "Garment category in LookBench's published names (dress, coat, pants, bag, shoe, blouse...); "
+        "`noise data` for distractors.",
+    ),
+    "main_attribute": ("sc:Text", "The single defining visible attribute value (e.g. leather, sequin)."),
+    "other_attributes": (
+        "sc:Text",
+        "The other visible attribute values, comma-separated, in taxonomy order.",
+    ),
+    "bbox": (
+        "sc:Integer",
+        "Crop box of `image` inside `raw_image`: [x0, y0, x1, y1] in pixels, x1 and y1 exclusive; "
+        "null means the whole image.",
+    ),
+    "item_ID": ("sc:Text", "Product identity: a query's gallery matches share its item_ID."),
+    "task": ("sc:Text", "The retrieval task of the row's subset."),
+    "difficulty": ("sc:Text", "The subset's difficulty as published: easy, medium or hard."),
+    "sha256": ("sc:Text", "sha256 of the `image` bytes."),
+    "raw_sha256": ("sc:Text", "sha256 of the `raw_image` bytes."),
+    "first_seen_at": (
+        "sc:Date",
+        "When the pipeline first saw the item (UTC); the release window is defined on it, for "
+        "contamination-aware evaluation.",
+    ),
+    "published_at": ("sc:Date", "When the source says it published the item, if it says (UTC)."),
+    "source": ("sc:Text", "The crawled site's configured name; `generation` for AI-generated rows."),
+    "source_url": (
+        "sc:URL",
+        "Where the image was fetched (`generated://<generation id>` for AI-generated rows); the page is in "
+        "`provenance`.",
+    ),
+    "taxonomy_version": ("sc:Text", "Version of the attribute taxonomy the labels use."),
+    "annotation_model": ("sc:Text", "The model (or metadata prior) that produced the labels."),
+    "attributes": (
+        "sc:Text",
+        "Every attribute group and its value as key/value pairs (`not_visible` when unseen; `a|b` "
+        "for up to two values of colour or material).",
+    ),
+    "provenance": (
+        "sc:Text",
+        "JSON object: `kind` (product, look or generation) with the page URL and platform, or the "
+        "generation's model, prompt, seed and settings.",
+    ),
 }
+
+# Terms for scraped retail photos: the images are not ours to license.
+TERMS = (
+    "Research use only. The product photos were collected from public retail pages and remain the "
+    "property of their owners; they are included only so that the benchmark can be evaluated. Do not "
+    "redistribute the images, or use them for any purpose other than evaluating and comparing image "
+    "retrieval systems (no training of commercial models, no republication, no identification of "
+    "people). Generated images (AIGen subsets) follow the licence of the model that made them. "
+    "Labels, metadata and code: see the project. Owners who want an item removed: contact {contact}; "
+    "removed items are kept out of every later release and export."
+)
+
+
+def _arrow_type(column: str) -> str:
+    import pyarrow as pa
+
+    kind = RELEASE_SCHEMA.field(column).type
+    if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
+        return "sc:Date"
+    if pa.types.is_integer(kind):
+        return "sc:Integer"
+    if pa.types.is_floating(kind):
+        return "sc:Float"
+    if pa.types.is_boolean(kind):
+        return "sc:Boolean"
+    return "sc:Text"
+
+
+def column_doc(column: str) -> tuple[str, str]:
+    """(Croissant data type, description) of a release column."""
+    return COLUMNS.get(column) or (_arrow_type(column), f"See docs/release.md ({column}).")
 
 
 def _splits() -> list[tuple[str, str]]:
@@ -72,7 +147,20 @@ def _splits() -> list[tuple[str, str]]:
 
 def dataset_card(info: dict[str, Any]) -> str:
     """A Hugging Face dataset card whose `configs:` map each subset to its files."""
-    lines = ["---", "license: apache-2.0", "pretty_name: LookBench live " + info["version"], "configs:"]
+    contact = info.get("contact") or DEFAULT_CONTACT
+    lines = [
+        "---",
+        "license: other",
+        f"license_name: {TERMS_NAME}",
+        "pretty_name: LookBench live " + info["version"],
+        "task_categories:",
+        "- image-feature-extraction",
+        "tags:",
+        "- fashion",
+        "- image-retrieval",
+        "- benchmark",
+        "configs:",
+    ]
     for subset in (*SUBSETS, NOISE):
         lines.append(f"- config_name: {subset}")
         lines.append("  data_files:")
@@ -102,12 +190,32 @@ def dataset_card(info: dict[str, Any]) -> str:
     lines += [f"| {rel} | {n} |" for rel, n in info["rows"].items()]
     lines += [
         "",
-        "Columns: the nine published LookBench columns (`image`, `raw_image`, `category`, `main_attribute`,",
-        "`other_attributes`, `bbox`, `item_ID`, `task`, `difficulty`), then `sha256`, `raw_sha256`, `first_seen_at`,",
-        "`published_at`, `source`, `source_url`, `taxonomy_version`, `annotation_model`, `attributes`, `provenance`.",
-        "`bbox` is `[x0, y0, x1, y1]` in pixels of `raw_image` (x1, y1 exclusive); null means the whole image.",
+        "## Columns",
+        "",
+        "The nine published LookBench columns come first, in their order; the rest are ours (the published",
+        "release carries no time stamps or sources).",
+        "",
+        "| column | type | meaning |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| `{name}` | {column_doc(name)[0].removeprefix('sc:')} | {column_doc(name)[1].replace('|', chr(92) + '|')} |"
+        for name in RELEASE_SCHEMA.names
+    ]
+    lines += [
+        "",
         "Scoring: corpus = the subset's gallery plus `noise`; coarse hit = same `category`; fine hit = same",
         "`category` and `main_attribute`; overall = mean over subsets weighted by query count.",
+        "",
+        "## Terms of use",
+        "",
+        TERMS.format(contact=contact),
+        "",
+        "## Takedown",
+        "",
+        f"To have an item removed, contact {contact} with its page URL, `source_url` or `sha256`. The item is",
+        "added to the pipeline's takedown list: it is left out of every later release and removed from",
+        "re-exports of published ones.",
         "",
     ]
     return "\n".join(lines)
@@ -130,19 +238,7 @@ def croissant_json(info: dict[str, Any], files: dict[str, dict[str, Any]]) -> st
                 "sha256": files[rel]["sha256"],
             }
         )
-        fields = []
-        for column in RELEASE_SCHEMA.names:
-            if column not in _SCALAR_TYPES:
-                continue
-            fields.append(
-                {
-                    "@type": "cr:Field",
-                    "@id": f"{subset}-{split}/{column}",
-                    "name": column,
-                    "dataType": _SCALAR_TYPES[column],
-                    "source": {"fileObject": {"@id": file_id}, "extract": {"column": column}},
-                }
-            )
+        fields = [_field(f"{subset}-{split}", file_id, column) for column in RELEASE_SCHEMA.names]
         record_sets.append(
             {
                 "@type": "cr:RecordSet",
@@ -151,20 +247,86 @@ def croissant_json(info: dict[str, Any], files: dict[str, dict[str, Any]]) -> st
                 "field": fields,
             }
         )
+    contact = info.get("contact") or DEFAULT_CONTACT
     doc = {
         "@context": CROISSANT_CONTEXT,
         "@type": "sc:Dataset",
         "name": f"lookbench-live-{info['version']}",
         "description": "A live, time-stamped, LookBench-compatible fashion image-retrieval benchmark release.",
         "conformsTo": "http://mlcommons.org/croissant/1.1",
-        "license": "https://www.apache.org/licenses/LICENSE-2.0",
+        "license": f"{TERMS_NAME}: research use only, no redistribution of the images (see the card)",
         "url": "https://arxiv.org/abs/2601.14706",
         # semantic version from the date: v20261201 -> 2026.12.1
         "version": f"{int(info['version'][1:5])}.{int(info['version'][5:7])}.{int(info['version'][7:9])}",
         "datePublished": f"{info['version'][1:5]}-{info['version'][5:7]}-{info['version'][7:9]}",
         "isLiveDataset": True,
         "citeAs": "LookBench (arXiv 2601.14706)",
+        "usageInfo": TERMS.format(contact=contact),
+        "rai:dataCollection": (
+            "Product and look pages of configured retail sites, crawled politely (robots.txt, opt-out "
+            "headers and meta tags honoured); AI-generated studio and street images; labels by a "
+            "vision-language model audited by a judge model."
+        ),
+        "rai:dataCollectionType": ["Web Scraping", "Machine-generated"],
+        "rai:dataUseCases": "Evaluating and comparing fashion image retrieval models (research only).",
+        "rai:personalSensitiveInformation": (
+            "Photos may show fashion models' faces and bodies; no names or other personal data are kept."
+        ),
+        "rai:dataLimitations": (
+            "Labels are machine-made (audited on a sample); the site mix decides category and style coverage."
+        ),
         "distribution": distribution,
         "recordSet": record_sets,
     }
+    return json.dumps(doc, indent=2, sort_keys=False)
+
+
+def _field(record_set: str, file_id: str, column: str) -> dict[str, Any]:
+    """The Croissant field of one column; images and the key/value list read their struct parts."""
+    data_type, description = column_doc(column)
+    source: dict[str, Any] = {"fileObject": {"@id": file_id}, "extract": {"column": column}}
+    field: dict[str, Any] = {
+        "@type": "cr:Field",
+        "@id": f"{record_set}/{column}",
+        "name": column,
+        "description": description,
+        "dataType": data_type,
+    }
+    if data_type == "sc:ImageObject":  # the Hugging Face Image struct: the bytes are the image
+        source["transform"] = {"jsonPath": "bytes"}
+    if column == "bbox":
+        field["repeated"] = True
+    if column == "attributes":
+        field["repeated"] = True
+        field["subField"] = [
+            {
+                "@type": "cr:Field",
+                "@id": f"{record_set}/{column}/{part}",
+                "name": part,
+                "dataType": "sc:Text",
+                "source": {**source, "transform": {"jsonPath": part}},
+            }
+            for part in ("key", "value")
+        ]
+    field["source"] = source
+    return field
+
+
+def patch_card_rows(card: str, rows: dict[str, int]) -> str:
+    """The card with its `| file | rows |` table set to ``rows`` (an export without taken-down rows)."""
+    out = []
+    for line in card.split("\n"):
+        parts = line.split(" | ")
+        if line.startswith("| ") and len(parts) == 2 and parts[0][2:] in rows:
+            line = f"| {parts[0][2:]} | {rows[parts[0][2:]]} |"
+        out.append(line)
+    return "\n".join(out)
+
+
+def patch_croissant_checksums(text: str, checksums: dict[str, str]) -> str:
+    """The Croissant file with each FileObject's sha256 set from ``checksums`` (relative path -> hex)."""
+    doc = json.loads(text)
+    for entry in doc.get("distribution", []):
+        if entry.get("contentUrl") in checksums:
+            entry["sha256"] = checksums[entry["contentUrl"]]
     return json.dumps(doc, indent=2, sort_keys=False)

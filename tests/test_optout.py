@@ -1,0 +1,84 @@
+"""Page-level opt-outs: robots meta noai/noimageai and TDMRep (header, meta, well-known file)."""
+
+from __future__ import annotations
+
+import httpx
+
+from lookbench_live.scrapers.optout import (
+    meta_robots_optout,
+    page_optout,
+    parse_tdmrep,
+    tdm_header_optout,
+    tdm_meta_optout,
+    tdmrep_optout,
+    tdmrep_url,
+)
+
+PAGE = """<!doctype html><html lang="fr"><head>
+<meta charset="utf-8"><title>Robe en lin</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+{meta}
+<script type="application/ld+json">{{"@type": "Product", "name": "Robe"}}</script>
+</head><body><meta name="robots" content="noai"><h1>Robe</h1></body></html>"""
+
+
+def test_robots_meta_noai_and_noimageai_for_every_robot_or_our_token():
+    assert meta_robots_optout(PAGE.format(meta='<meta name="robots" content="noai, noimageai">'))
+    assert meta_robots_optout(PAGE.format(meta='<META NAME="Robots" CONTENT="index,follow,NoImageAI">'))
+    got = meta_robots_optout(PAGE.format(meta='<meta name="lookbench-live" content="noai">').encode())
+    assert got and got.reason == "opt_out_noai" and "lookbench-live" in got.detail
+    # Addressed to another robot, or not an AI directive: no opt-out. A tag in <body> is not read.
+    assert meta_robots_optout(PAGE.format(meta='<meta name="googlebot" content="noai">')) is None
+    assert meta_robots_optout(PAGE.format(meta='<meta name="robots" content="noindex, nofollow">')) is None
+    assert meta_robots_optout(PAGE.format(meta="")) is None
+    # Words that merely contain the directive do not count.
+    assert meta_robots_optout(PAGE.format(meta='<meta name="robots" content="noairport">')) is None
+
+
+def test_tdm_reservation_header_and_meta():
+    got = tdm_header_optout(
+        {"Content-Type": "text/html", "TDM-Reservation": "1", "tdm-policy": "https://x/p.json"}
+    )
+    assert got and got.reason == "opt_out_tdm" and got.policy == "https://x/p.json"
+    assert tdm_header_optout(httpx.Headers({"tdm-reservation": "0"}).items()) is None
+    assert tdm_header_optout({}) is None
+    meta = '<meta name="tdm-reservation" content="1"><meta name="tdm-policy" content="https://x/policy.json">'
+    got = tdm_meta_optout(PAGE.format(meta=meta))
+    assert got and got.policy == "https://x/policy.json"
+    assert tdm_meta_optout(PAGE.format(meta='<meta name="tdm-reservation" content="0">')) is None
+
+
+def test_tdmrep_well_known_rules_first_match_wins():
+    text = """[
+      {"location": "/press/*", "tdm-reservation": 0},
+      {"location": "/products/*", "tdm-reservation": 1, "tdm-policy": "https://shop.example/tdm-policy.json"},
+      {"location": "/lookbook$", "tdm-reservation": 1},
+      {"location": 42}
+    ]"""
+    rules, fault = parse_tdmrep(text)
+    assert len(rules) == 3 and fault == "tdmrep.json: 1 malformed rules skipped"
+    got = tdmrep_optout(rules, "https://shop.example/products/red-dress?variant=2")
+    assert got and got.reason == "opt_out_tdm" and got.policy == "https://shop.example/tdm-policy.json"
+    assert tdmrep_optout(rules, "https://shop.example/press/launch") is None
+    assert tdmrep_optout(rules, "https://shop.example/lookbook") is not None
+    assert tdmrep_optout(rules, "https://shop.example/lookbook/2026") is None  # "$" anchors the end
+    assert tdmrep_optout(rules, "https://shop.example/") is None
+    assert (
+        tdmrep_url("https://shop.example:8443/products/x?y=1")
+        == "https://shop.example:8443/.well-known/tdmrep.json"
+    )
+    assert parse_tdmrep("<html>not found</html>")[0] == []
+    assert parse_tdmrep('{"location": "/"}')[1] == "tdmrep.json must be a JSON array of rules"
+
+
+def test_page_optout_combines_every_signal():
+    rules, _ = parse_tdmrep('[{"location": "/p/*", "tdm-reservation": 1}]')
+    clean = PAGE.format(meta="")
+    assert page_optout("https://s.example/c/x", html=clean, tdmrep_rules=rules) is None
+    assert page_optout("https://s.example/p/x", html=clean, tdmrep_rules=rules).reason == "opt_out_tdm"
+    noai = PAGE.format(meta='<meta name="robots" content="noai">')
+    assert page_optout("https://s.example/c/x", html=noai).reason == "opt_out_noai"
+    assert page_optout("https://s.example/c/x", headers={"tdm-reservation": "1"}).reason == "opt_out_tdm"
+    # A page that never closes <head> is scanned within the bound, not forever.
+    huge = "<html><head>" + "<meta name=x content=y>" * 100_000
+    assert page_optout("https://s.example/c/x", html=huge) is None

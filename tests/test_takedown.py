@@ -1,0 +1,180 @@
+"""The takedown list: persisted, applied to exports (rewritten files, own manifest) and to releases."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import lakefill
+import pyarrow.parquet as pq
+import pytest
+import typer
+from PIL import Image
+from test_release import build
+from typer.testing import CliRunner
+
+from lookbench_live.flows.export import ExportError, export_release
+from lookbench_live.warehouse.lake import Lake
+from lookbench_live.warehouse.takedown import (
+    TakedownError,
+    TakedownList,
+    add_takedowns,
+    entries_for,
+    normalize_url,
+    releases_holding,
+    takedown_filter,
+)
+from lookbench_live.warehouse.takedown_cli import register
+
+VERSION = "v20261201"
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> Lake:
+    lake = Lake(tmp_path / "lake")
+    lakefill.fill(lake)
+    build(lake, VERSION)
+    return lake
+
+
+def _rows(base: Path, rel: str) -> list[dict]:
+    return pq.read_table(base / rel).to_pylist()
+
+
+def _a_gallery_item(lake: Lake) -> tuple[str, dict]:
+    """An item of real_studio_flat with a query, and one of its gallery rows."""
+    base = Path(lake.path("releases", VERSION))
+    queries = {r["item_ID"] for r in _rows(base, "real_studio_flat/query.parquet")}
+    for row in _rows(base, "real_studio_flat/gallery.parquet"):
+        if row["item_ID"] in queries:
+            return row["item_ID"], row
+    raise AssertionError("the fixture release has no answerable query")
+
+
+def _cli(lake: Lake, *args: str):
+    app = typer.Typer()
+    register(app)
+    return CliRunner().invoke(app, ["takedown", "add", *args, "--home", lake.home])
+
+
+def test_a_takedown_removes_an_item_from_a_re_export(lake: Lake, tmp_path: Path) -> None:
+    dest = tmp_path / "share"
+    first = export_release(lake, VERSION, str(dest))
+    assert first.removed == {} and not first.already_there
+    item, _ = _a_gallery_item(lake)
+    product_url = next(
+        json.loads(r["provenance"])["product_url"]
+        for r in _rows(Path(lake.path("releases", VERSION)), "real_studio_flat/gallery.parquet")
+        if r["item_ID"] == item
+    )
+    # The owner names the product page, written differently from the stored URL.
+    written = product_url.replace("https://shop.example", "HTTPS://Shop.Example:443") + "/"
+    assert written != product_url
+    result = _cli(lake, "--url", written, "--reason", "owner #7")
+    assert result.exit_code == 0, result.output
+    assert (
+        f"held by release {VERSION}" in result.output and "real_studio_flat/gallery.parquet" in result.output
+    )
+
+    again = export_release(lake, VERSION, str(dest))  # replaces the earlier copy of this release
+    assert not again.already_there and again.removed
+    exported = dest / VERSION
+    for rel in ("real_studio_flat/query.parquet", "real_studio_flat/gallery.parquet"):
+        assert item not in {r["item_ID"] for r in _rows(exported, rel)}, rel
+    # The lake's release is untouched: immutable snapshots.
+    assert item in {
+        r["item_ID"] for r in _rows(Path(lake.path("releases", VERSION)), "real_studio_flat/gallery.parquet")
+    }
+    # The exported copy has its own manifest, and every file matches it.
+    manifest = json.loads((exported / "manifest.json").read_text())
+    original = (Path(lake.path("releases", VERSION)) / "manifest.json").read_bytes()
+    assert manifest["takedown"]["source_manifest_sha256"] == hashlib.sha256(original).hexdigest()
+    assert manifest["takedown"]["removed"]["real_studio_flat/gallery.parquet"]
+    for rel, entry in manifest["files"].items():
+        blob = (exported / rel).read_bytes()
+        assert hashlib.sha256(blob).hexdigest() == entry["sha256"] and len(blob) == entry["size"], rel
+        if rel.endswith(".parquet"):
+            assert pq.ParquetFile(exported / rel).metadata.num_rows == entry["rows"] == manifest["rows"][rel]
+    croissant = json.loads((exported / "croissant.json").read_text())
+    for entry in croissant["distribution"]:
+        assert entry["sha256"] == manifest["files"][entry["contentUrl"]]["sha256"]
+    card = (exported / "README.md").read_text()
+    assert (
+        f"| real_studio_flat/gallery.parquet | {manifest['rows']['real_studio_flat/gallery.parquet']} |"
+        in card
+    )
+    # Exporting again finds the same filtered copy; a tar export is filtered the same way.
+    assert export_release(lake, VERSION, str(dest)).already_there
+    tar_path = tmp_path / "snap.tar"
+    export_release(lake, VERSION, str(tar_path))
+    with tarfile.open(tar_path) as tar:
+        blob = tar.extractfile(f"{VERSION}/real_studio_flat/gallery.parquet").read()
+    assert item not in {r["item_ID"] for r in pq.read_table(io.BytesIO(blob)).to_pylist()}
+
+
+def test_a_different_snapshot_is_still_never_overwritten(lake: Lake, tmp_path: Path) -> None:
+    dest = tmp_path / "share"
+    export_release(lake, VERSION, str(dest))
+    manifest = dest / VERSION / "manifest.json"
+    manifest.write_text(manifest.read_text().replace('"code_version"', '"code_version_x"'))
+    add_takedowns(lake, entries_for(source="shop"))
+    with pytest.raises(ExportError, match="different snapshot"):
+        export_release(lake, VERSION, str(dest))
+
+
+def test_the_filter_matches_url_source_sha256_and_phash(lake: Lake) -> None:
+    _, row = _a_gallery_item(lake)
+    image = row["image"]["bytes"]
+    assert takedown_filter(lake)(row) is None  # nothing listed yet
+    # A re-encoded, resized copy of the photo: another sha256, the same pHash within the radius.
+    with Image.open(io.BytesIO(image)) as im:
+        copy = io.BytesIO()
+        im.convert("RGB").resize((im.width * 2, im.height * 2)).save(copy, "JPEG", quality=70)
+    add_takedowns(lake, entries_for(image=copy.getvalue(), radius=4))
+    why = takedown_filter(lake)(row)
+    assert why is not None and why.startswith("takedown: phash")
+    listed = TakedownList.from_records(entries_for(sha256=row["sha256"]))
+    assert listed.reason(row) == f"takedown: sha256 {row['sha256']}"
+    assert (
+        TakedownList.from_records(entries_for(source=row["source"]))
+        .reason(row)
+        .startswith("takedown: source")
+    )
+    assert (
+        TakedownList.from_records(entries_for(url=row["source_url"])).reason(row).startswith("takedown: url")
+    )
+    other = dict(
+        row, sha256="0" * 64, raw_sha256="0" * 64, source="elsewhere", source_url="", provenance="{}"
+    )
+    assert TakedownList.from_records(entries_for(sha256=row["sha256"])).reason(other) is None
+    # Every row of the release the assembler would see is judged the same way (the lead wires the
+    # filter into assembly, so a listed item stays out of the next release).
+    flagged = [
+        takedown_filter(lake)(r)
+        for r in _rows(Path(lake.path("releases", VERSION)), "real_studio_flat/gallery.parquet")
+    ]
+    assert any(flagged)
+
+
+def test_bad_requests_are_refused_and_entries_are_idempotent(lake: Lake, tmp_path: Path) -> None:
+    with pytest.raises(TakedownError, match="not an http"):
+        entries_for(url="ftp://x/y")
+    with pytest.raises(TakedownError, match="64 hex"):
+        entries_for(sha256="abc")
+    with pytest.raises(TakedownError, match="name the item"):
+        entries_for()
+    with pytest.raises(TakedownError, match="cannot be decoded"):
+        entries_for(image=b"not an image")
+    bad = tmp_path / "bad.jpg"
+    bad.write_bytes(b"nope")
+    result = _cli(lake, "--image", str(bad))
+    assert result.exit_code == 2 and "cannot be decoded" in result.output
+    assert _cli(lake, "--sha256", "f" * 64).exit_code == 0
+    again = _cli(lake, "--sha256", "f" * 64)
+    assert "already listed" in again.output and "no published release holds it" in again.output
+    assert lake.read("takedowns").num_rows == 1
+    assert normalize_url("HTTPS://Shop.Example:443/p/x/?a=1#top") == "https://shop.example/p/x?a=1"
+    assert releases_holding(lake, TakedownList.from_records(entries_for(sha256="e" * 64))) == {}
