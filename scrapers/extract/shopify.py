@@ -20,12 +20,25 @@ from lookbench_live.scrapers.extract.values import (
     find_material,
     image_urls,
     parse_price,
+    title_color,
 )
 
 COLOR_OPTION_NAMES = frozenset({"color", "colour", "farbe", "couleur", "colore", "kleur", "färg"})
 
 
+def is_shopify_product_js(data: Any) -> bool:
+    """A bare `/products/<handle>.js` product: prices in cents, images as strings."""
+    return (
+        isinstance(data, dict)
+        and "handle" in data
+        and isinstance(data.get("variants"), list)
+        and ("price" in data or "featured_image" in data)
+    )
+
+
 def is_shopify_payload(data: Any) -> bool:
+    if is_shopify_product_js(data):
+        return True
     if isinstance(data, dict):
         if isinstance(data.get("products"), list):
             return all(
@@ -53,8 +66,10 @@ def store_root(url: str) -> str:
 def extract_shopify(data: Any, url: str) -> Extraction:
     """Products of one Shopify JSON response; `next_page` is True when the page was non-empty."""
     out = Extraction(platform="shopify")
-    if isinstance(data, dict) and isinstance(data.get("product"), dict):
-        items: list[Any] = [data["product"]]
+    if is_shopify_product_js(data):
+        items: list[Any] = [_from_product_js(data)]
+    elif isinstance(data, dict) and isinstance(data.get("product"), dict):
+        items = [data["product"]]
     elif isinstance(data, dict) and isinstance(data.get("products"), list):
         items = data["products"]
         out.next_page = bool(items)
@@ -78,7 +93,7 @@ def extract_shopify(data: Any, url: str) -> Extraction:
 def shopify_product(item: dict[str, Any], root: str, page_url: str | None = None) -> NormalizedProduct | None:
     if not isinstance(item, dict) or item.get("id") is None or not item.get("handle"):
         return None
-    options = [o for o in item.get("options") or [] if isinstance(o, dict)]
+    options = [o if isinstance(o, dict) else {"name": o} for o in item.get("options") or []]
     color_index = next(
         (i for i, o in enumerate(options) if str(o.get("name", "")).strip().lower() in COLOR_OPTION_NAMES),
         None,
@@ -142,7 +157,15 @@ def shopify_product(item: dict[str, Any], root: str, page_url: str | None = None
     tags = item.get("tags") or []
     if isinstance(tags, str):
         tags = [t.strip() for t in tags.split(",")]
-    color = (shown or {}).get("color") or color_from_url(page_url) or find_color(title, description)
+    # Only a colour the product states: its Color/Farbe/Couleur option, the URL's selection,
+    # a "Color:" field in the description, or the title (never a word of marketing prose).
+    color = (
+        (shown or {}).get("color")
+        or next((v["color"] for v in (buyable or priced or variants) if v.get("color")), None)
+        or color_from_url(page_url)
+        or find_color(description)
+        or title_color(title)
+    )
     product_type = clean_title(item.get("product_type"))
     return NormalizedProduct(
         product_id=str(item["id"]),
@@ -157,7 +180,7 @@ def shopify_product(item: dict[str, Any], root: str, page_url: str | None = None
         availability=availability,
         category_path=[product_type] if product_type else [],
         color=color,
-        material=find_material(description, title),
+        material=find_material(description),
         description=description,
         tags=[t for t in (clean_title(t) for t in tags) if t],
         images=images,
@@ -175,3 +198,29 @@ def _shown_variant(variants: list[dict[str, Any]], page_url: str | None) -> dict
 
     wanted = parse_qs(urlsplit(page_url).query).get("variant", [None])[0]
     return next((v for v in variants if v["id"] == wanted), None)
+
+
+def _from_product_js(data: dict[str, Any]) -> dict[str, Any]:
+    """A `/products/<handle>.js` product in the shape of `/products.json` (cents to units,
+    image strings to objects, `type` and `description` renamed)."""
+    item = dict(data)
+    item.setdefault("body_html", data.get("description"))
+    item.setdefault("product_type", data.get("type"))
+    variants = []
+    for raw in data.get("variants") or []:
+        if not isinstance(raw, dict):
+            continue
+        variant = dict(raw)
+        for key in ("price", "compare_at_price"):
+            if isinstance(raw.get(key), int):
+                variant[key] = str(parse_price(raw[key], minor_unit=2))
+        variants.append(variant)
+    item["variants"] = variants
+    images = [data.get("featured_image"), *(data.get("images") or [])]
+    seen: list[str] = []
+    for image in images:
+        src = image.get("src") if isinstance(image, dict) else image
+        if isinstance(src, str) and src not in seen:
+            seen.append(src)
+    item["images"] = [{"src": src, "position": i} for i, src in enumerate(seen, 1)]
+    return item
