@@ -39,6 +39,8 @@ def is_shopify_product_js(data: Any) -> bool:
 def is_shopify_payload(data: Any) -> bool:
     if is_shopify_product_js(data):
         return True
+    if isinstance(data, dict) and isinstance(data.get("product_listings"), list):
+        return all(isinstance(p, dict) and "handle" in p for p in data["product_listings"][:3])
     if isinstance(data, dict):
         if isinstance(data.get("products"), list):
             return all(
@@ -70,6 +72,9 @@ def extract_shopify(data: Any, url: str) -> Extraction:
         items: list[Any] = [_from_product_js(data)]
     elif isinstance(data, dict) and isinstance(data.get("product"), dict):
         items = [data["product"]]
+    elif isinstance(data, dict) and isinstance(data.get("product_listings"), list):
+        items = [_from_listing(p) for p in data["product_listings"]]
+        out.next_page = bool(items)
     elif isinstance(data, dict) and isinstance(data.get("products"), list):
         items = data["products"]
         out.next_page = bool(items)
@@ -125,7 +130,8 @@ def shopify_product(item: dict[str, Any], root: str, page_url: str | None = None
     # Placeholder variants priced 0 are not purchasable prices.
     priced = [v for v in variants if v["price"] is not None and Decimal(v["price"]) > 0]
     buyable = [v for v in priced if v.get("available") is not False]
-    shown = _shown_variant(variants, page_url) or (buyable or priced or [None])[0]
+    selected = _shown_variant(variants, page_url)
+    shown = selected or (buyable or priced or [None])[0]
     pool = buyable or priced
     prices = [Decimal(v["price"]) for v in pool]
     price = Decimal(shown["price"]) if shown and shown.get("price") and Decimal(shown["price"]) > 0 else None
@@ -145,10 +151,11 @@ def shopify_product(item: dict[str, Any], root: str, page_url: str | None = None
         (i for i in item.get("images") or [] if isinstance(i, dict)), key=lambda i: i.get("position") or 0
     )
     images = image_urls([i.get("src") for i in images_raw], root + "/")
-    if shown and shown.get("image_id") is not None:
-        # The shown variant's own photo comes first (what the page displays).
+    if selected and selected.get("image_id") is not None:
+        # A variant the URL selects shows its own photo first; otherwise the product's main
+        # image (position 1) stays first, as the storefront shows it.
         for image in images_raw:
-            if image.get("id") == shown["image_id"]:
+            if image.get("id") == selected["image_id"]:
                 first = image_urls(image.get("src"), root + "/")
                 images = first + [u for u in images if u not in first]
                 break
@@ -176,7 +183,7 @@ def shopify_product(item: dict[str, Any], root: str, page_url: str | None = None
         price=price,
         price_max=price_max,
         compare_at_price=compare,
-        currency=None,
+        currency=_presentment_currency(item),
         availability=availability,
         category_path=[product_type] if product_type else [],
         color=color,
@@ -224,3 +231,42 @@ def _from_product_js(data: dict[str, Any]) -> dict[str, Any]:
             seen.append(src)
     item["images"] = [{"src": src, "position": i} for i, src in enumerate(seen, 1)]
     return item
+
+
+def _from_listing(listing: Any) -> Any:
+    """A Product Listings API item (`product_id`, per-variant `option_values`) in the shape
+    of `/products.json`."""
+    if not isinstance(listing, dict):
+        return listing
+    item = dict(listing)
+    item.setdefault("id", listing.get("product_id"))
+    names = [o.get("name") for o in listing.get("options") or [] if isinstance(o, dict)]
+    variants = []
+    for raw in listing.get("variants") or []:
+        if not isinstance(raw, dict):
+            continue
+        variant = dict(raw)
+        values = {
+            v.get("name"): v.get("value") for v in raw.get("option_values") or [] if isinstance(v, dict)
+        }
+        for i, name in enumerate(names[:3], 1):
+            variant.setdefault(f"option{i}", values.get(name))
+        variants.append(variant)
+    item["variants"] = variants
+    return item
+
+
+def _presentment_currency(item: dict[str, Any]) -> str | None:
+    """The currency the Admin API states in `presentment_prices` when every variant states one
+    and the same; the storefront JSON states none, and none is invented."""
+    found = set()
+    for variant in item.get("variants") or []:
+        prices = variant.get("presentment_prices") if isinstance(variant, dict) else None
+        if not isinstance(prices, list) or not prices:
+            return None
+        price = prices[0].get("price") if isinstance(prices[0], dict) else None
+        code = price.get("currency_code") if isinstance(price, dict) else None
+        if not isinstance(code, str) or len(code.strip()) != 3:
+            return None
+        found.add(code.strip().upper())
+    return found.pop() if len(found) == 1 else None

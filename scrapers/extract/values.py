@@ -281,11 +281,11 @@ def image_urls(value: Any, base: str | None) -> list[str]:
 
 _MATERIAL_LABEL = (
     r"materials?|materiale|material oberstoff|obermaterial|au(?:ß|ss)enmaterial|composition|composici[oó]n|"
-    r"composizione|zusammensetzung|mati[eè]re|fabric|shell|tissu|tejido|stoff"
+    r"composizione|zusammensetzung|mati[eè]re|fabric|shell|upper|tissu|tejido|stoff"
 )
 _COLOR_LABEL = r"colou?r|farbe|couleur|colore|kleur|färg"
 _LABEL_LINE = re.compile(
-    rf"(?i)(?:^|(?<=[\s(]))(?P<label>{_MATERIAL_LABEL})(?:\s*(?:&|and|und|et|y)\s*(?:care|pflege\w*|entretien|cuidados))?"
+    rf"(?i)(?:^|(?<=[\s(\-•·*]))(?P<label>{_MATERIAL_LABEL})(?:\s*(?:&|and|und|et|y)\s*(?:care|pflege\w*|entretien|cuidados))?"
     rf"(?:\s+\w+)?\s*(?P<colon>:)?\s*(?P<value>[^\n]*)$"
 )
 _COLOR_LINE = re.compile(rf"(?i)(?:^|(?<=\s))(?:{_COLOR_LABEL})\s*(?P<colon>:)?\s*(?P<value>[^\n]*)$")
@@ -376,8 +376,9 @@ def _labelled_material(text: str) -> str | None:
             return value
         if not _parts(value) and _mentions_material(value) and len(value.split()) <= 8:
             return value
-        # A key/value layout ("Material" on its own line, then "Pima stretch"): a short name.
-        if alone and not re.search(r"[\d%{}<>]", value) and len(value.split()) <= 4:
+        # A key/value layout ("Material" on its own line, then "Pima stretch"; "Upper:
+        # syntheticleather"): a short name the field states, even outside the vocabulary.
+        if (alone or match.group("colon")) and not re.search(r"[\d%{}<>]", value) and len(value.split()) <= 4:
             return value
     return None
 
