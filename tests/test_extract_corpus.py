@@ -147,6 +147,21 @@ def test_extraction_accuracy_on_real_payloads():
     assert groups["messy"].accuracy >= 0.90, report(groups)
 
 
+def test_extract_command_gives_the_measured_facts(cli):
+    """The `lookbench-live extract` command on a messy real page: what the test measures."""
+    import subprocess
+
+    case = json.loads((CORPUS / "expected" / "page_weekday-sale.json").read_text(encoding="utf-8"))
+    page = CORPUS / "payloads" / "page_weekday-sale.html"
+    done = subprocess.run(
+        [cli, "extract", str(page), "--url", case["url"]], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    product = json.loads(done.stdout.splitlines()[0])
+    for fact in ("price", "currency", "color", "material", "image"):
+        assert _same(fact, _value(product, fact), case["facts"][fact]), fact
+
+
 if __name__ == "__main__":
     found, table = measure()
     for name, score in table:

@@ -493,3 +493,16 @@ def test_structured_colour_fields_of_every_platform():
         '<meta itemprop="price" content="10"></div></div>'
     )
     assert one(page(body=micro))[0].color == "Navy"
+
+
+def test_price_from_embedded_state_only_when_unambiguous():
+    node = {"@type": "Product", "name": "Knit Vest", "image": "/v.jpg"}
+    state = (
+        '{"props": {"product": {"name": "Knit Vest", "price": {"amount": "59.95", "currencyCode": "EUR"}}}}'
+    )
+    body = f'<script id="__NEXT_DATA__" type="application/json">{state}</script>'
+    product, _ = one(page(json.dumps(node), body=body))
+    assert (product.price, product.currency) == (Decimal("59.95"), "EUR")
+    two = '{"items": [{"price": "59.95", "currency": "EUR"}, {"price": "19.00", "currency": "EUR"}]}'
+    product, _ = one(page(json.dumps(node), body=f'<script type="application/json">{two}</script>'))
+    assert product.price is None and product.currency is None  # which one is this product's? unknown

@@ -96,6 +96,8 @@ def _fill_from_meta(
     amount = _meta(tree, "product:price:amount") or _meta(tree, "og:price:amount")
     currency = _currency(_meta(tree, "product:price:currency") or _meta(tree, "og:price:currency"))
     price = parse_price(amount, lang=lang)
+    if product.price is None and not price:
+        price, currency = _state_offer(tree, lang)
     if product.price is None and price:
         product.price, product.price_max = price, price
         product.currency = product.currency or currency
@@ -107,6 +109,43 @@ def _fill_from_meta(
     product.material = product.material or clean_title(_meta(tree, "product:material"))
     if not product.brand:
         product.brand = clean_title(_meta(tree, "product:brand") or _meta(tree, "og:brand"))
+
+
+_CURRENCY_KEYS = ("priceCurrency", "currencyCode", "currency_code", "currency")
+_AMOUNT_KEYS = ("price", "amount", "value", "salePrice", "currentPrice")
+
+
+def _state_offer(tree: lxml_html.HtmlElement, lang: str | None) -> tuple[Decimal | None, str | None]:
+    """(price, currency) from the page's embedded state JSON (`<script type="application/json">`,
+    `__NEXT_DATA__`…): objects stating an amount beside an ISO currency. Taken only when all such
+    objects agree on one pair, so a page listing other products or prices gives nothing."""
+    pairs: set[tuple[Decimal, str]] = set()
+    for script in tree.iter("script"):
+        kind = (script.get("type") or "").split(";")[0].strip().lower()
+        if kind == "application/ld+json" or not kind.endswith("json"):
+            continue
+        data, _ = load_script(script.text or "")
+        stack: list[tuple[Any, int]] = [(data, 0)]
+        while stack and len(pairs) < 2:
+            item, depth = stack.pop()
+            if depth > 16:
+                continue
+            if isinstance(item, dict):
+                currency = next(
+                    (_currency(item[k]) for k in _CURRENCY_KEYS if isinstance(item.get(k), str)), None
+                )
+                amount = next(
+                    (item[k] for k in _AMOUNT_KEYS if isinstance(item.get(k), str | int | float)), None
+                )
+                price = parse_price(amount, lang=lang) if currency and amount is not None else None
+                if price:
+                    pairs.add((price, currency))
+                stack.extend((v, depth + 1) for v in item.values() if isinstance(v, dict | list))
+            elif isinstance(item, list):
+                stack.extend((v, depth + 1) for v in item if isinstance(v, dict | list))
+    if len(pairs) == 1:
+        return next(iter(pairs))
+    return None, None
 
 
 def _currency(value: str | None) -> str | None:
