@@ -406,9 +406,19 @@ def _breadcrumbs(nodes: list[dict[str, Any]]) -> list[str]:
                 name = element.get("name") or (item.get("name") if isinstance(item, dict) else None)
                 if clean_title(name):
                     names.append(clean_title(name))
-            if names and names[0].lower() in ("home", "start", "accueil", "inicio", "startseite"):
+            if names and names[0].lower() in ("home", "start", "accueil", "inicio", "startseite", "hm.com"):
                 names = names[1:]
-            return names[:-1] if len(names) > 1 else names
+            # The trail ends with the product itself on many sites (no link, or its name), with
+            # the deepest category on others (Otto): only the product is dropped.
+            last = elements[-1] if elements else {}
+            products = {
+                clean_title(n.get("name")).casefold()
+                for n in nodes
+                if type_names(n) & PRODUCT_TYPES and clean_title(n.get("name"))
+            }
+            if len(names) > 1 and (not last.get("item") or names[-1].casefold() in products):
+                names = names[:-1]
+            return names
     return []
 
 

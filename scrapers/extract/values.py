@@ -285,7 +285,7 @@ _MATERIAL_LABEL = (
 )
 _COLOR_LABEL = r"colou?r|farbe|couleur|colore|kleur|färg"
 _LABEL_LINE = re.compile(
-    rf"(?i)(?:^|(?<=[\s(\-•·*]))(?P<label>{_MATERIAL_LABEL})(?:\s*(?:&|and|und|et|y)\s*(?:care|pflege\w*|entretien|cuidados))?"
+    rf"(?i)(?:^|(?<=[\s(\-•·*]))(?P<label>{_MATERIAL_LABEL})(?P<care>\s*(?:&|and|und|et|y)\s*(?:care|pflege\w*|entretien|cuidados))?"
     rf"(?:\s+\w+)?\s*(?P<colon>:)?\s*(?P<value>[^\n]*)$"
 )
 _COLOR_LINE = re.compile(rf"(?i)(?:^|(?<=\s))(?:{_COLOR_LABEL})\s*(?P<colon>:)?\s*(?P<value>[^\n]*)$")
@@ -378,7 +378,15 @@ def _labelled_material(text: str) -> str | None:
             return value
         # A key/value layout ("Material" on its own line, then "Pima stretch"; "Upper:
         # syntheticleather"): a short name the field states, even outside the vocabulary.
-        if (alone or match.group("colon")) and not re.search(r"[\d%{}<>]", value) and len(value.split()) <= 4:
+        # Only under a bare label ("Material & care" heads a section, not a value), never a
+        # value that is itself a label or a UI phrase ("Détails du produit", "Mehr zu …").
+        bare = not match.group("care") and not _LABEL_LINE.match(value) and not value.endswith(":")
+        if (
+            (alone or match.group("colon"))
+            and bare
+            and not re.search(r"[\d%{}<>]", value)
+            and len(value.split()) <= 3
+        ):
             return value
     return None
 
@@ -412,7 +420,7 @@ def find_color(*texts: str | None) -> str | None:
                 continue
             value = match.group("value").strip()
             if not value and match.start() == 0:
-                value = next((v for v in lines[index + 1 : index + 2] if v), "")
+                value = next((v for v in lines[index + 1 : index + 3] if v and not _COLOR_LINE.match(v)), "")
             elif not match.group("colon") and not _all_colors(value):
                 continue
             value = _tidy(_NEXT_LABEL.sub("", value))
