@@ -116,8 +116,43 @@ def test_material_from_composition_line_section_or_word():
     )
     assert find_material("Zusammensetzung: 100% Baumwolle") == "100% Baumwolle"
     assert find_material("Material & care: organic linen blend\nWash cold") == "organic linen blend"
-    assert find_material("A soft merino jumper") == "wool"
+    assert find_material("A soft merino jumper") is None  # prose is not a stated material
     assert find_material("Nothing to see") is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Pay in 3 instalments with 0% interest. Free returns.",  # financing offer
+        "Sign up and get 10% off your first order",
+        "UP TO 70% OFF",
+        "Our 100% polyester jersey keeps you dry on every run, sizes XS-XXL",  # sport blurb
+        "45% Exclusive members discount",
+    ],
+)
+def test_marketing_percentages_are_never_a_material(text):
+    assert find_material(text) is None
+
+
+def test_material_from_a_composition_field_any_language():
+    assert find_material("Material: 100% polyester") == "100% polyester"  # a field states it
+    assert find_material("Zusammensetzung\nBaumwolle 60%; Polyester 40%") == "Baumwolle 60%; Polyester 40%"
+    assert find_material("Composition : 80% laine, 20% polyamide") == "80% laine, 20% polyamide"
+    assert find_material("Composición: 100% algodón") == "100% algodón"
+    assert find_material("Details\nShell: Calf Leather 100% Lining: Cotton 100%") == "Calf Leather 100%"
+    # unlabelled: a composition adding up to 100% with a known fibre, in any language
+    assert find_material("Weiche Qualität. 100% Baumwolle") == "100% Baumwolle"
+
+
+def test_colour_from_stated_fields_and_titles_only():
+    from lookbench_live.scrapers.extract.values import find_color, title_color
+
+    assert find_color("Facts\nFarbe: multicolor/multicolor\nKategorie: Leggings") == "multicolor/multicolor"
+    assert find_color("Couleur : Bleu marine") == "Bleu marine"
+    assert find_color("Pairs well with black jeans and a red scarf") is None
+    assert title_color("Spit Velvet Shirt - Red - Shirts - Weekday DE") == "Red"
+    assert title_color("RIBBED T-SHIRT - White / black - Tops - COS") == "White / black"
+    assert title_color("Eye Webbing Key Ring") is None
 
 
 # --------------------------------------------------------------------------- JSON-LD
@@ -359,7 +394,7 @@ def test_woocommerce_store_api_minor_units():
     assert (first.color, first.brand, first.material, first.category_path) == (
         "Beige",
         "Casa Verde",
-        "linen",
+        None,  # "Light linen." is prose, not a stated material (issue 13: never guessed)
         ["Trousers"],
     )
     assert (second.price, second.availability) == (Decimal("1500"), "OutOfStock")
@@ -424,3 +459,50 @@ def test_look_from_jsonld_image_object_mentions():
     look = extract_looks(page(json.dumps(node)), URL).looks[0]
     assert look.product_refs == ["https://shop.example.com/p/a", "B"]
     assert look.boxes == []
+
+
+# --------------------------------------------------------------------------- real-page miss classes
+
+
+def test_malformed_jsonld_offer_falls_back_to_opengraph_price_and_image():
+    node = {"@type": "Product", "name": "Linen Shirt", "offers": {"@type": "Offer", "price": "n/a"}}
+    head = (
+        '<meta property="og:image" content="/main.jpg"><meta property="og:image" content="/back.jpg">'
+        '<meta property="product:price:amount" content="49.90"><meta property="product:price:currency" content="EUR">'
+    )
+    product, _ = one(page(json.dumps(node), head=head))
+    assert (product.price, product.currency) == (Decimal("49.90"), "EUR")
+    assert product.images[0] == "https://shop.example.com/main.jpg"  # the page's main image first
+
+
+def test_structured_colour_fields_of_every_platform():
+    shop = {"id": 1, "handle": "tee", "title": "Tee", "options": ["Farbe", "Größe"], "price": 2500,
+            "variants": [{"id": 2, "option1": "Schwarz", "option2": "M", "price": 2500, "available": True}],
+            "images": ["//cdn.example.com/t.jpg"], "description": "Weiches Shirt"}  # fmt: skip
+    product = extract_document(json.dumps(shop), "https://s.example/products/tee.js").products[0]
+    assert (product.color, product.price, product.images) == (
+        "Schwarz", Decimal("25.00"), ["https://cdn.example.com/t.jpg"])  # fmt: skip
+    v3 = [{"id": 7, "name": "Polo", "permalink": "https://w.example/p/polo", "price": "20", "regular_price": "20",
+           "images": [{"src": "https://w.example/polo.jpg"}],
+           "attributes": [{"name": "Color", "options": ["Blue"]}]}]  # fmt: skip
+    product = extract_document(json.dumps(v3), "https://w.example/wp-json/wc/v3/products").products[0]
+    assert (product.color, product.price, product.currency) == ("Blue", Decimal("20"), None)
+    micro = (
+        '<div itemscope itemtype="https://schema.org/Product"><h1 itemprop="name">Tee</h1>'
+        '<meta itemprop="color" content="Navy"><div itemprop="offers" itemscope itemtype="https://schema.org/Offer">'
+        '<meta itemprop="price" content="10"></div></div>'
+    )
+    assert one(page(body=micro))[0].color == "Navy"
+
+
+def test_price_from_embedded_state_only_when_unambiguous():
+    node = {"@type": "Product", "name": "Knit Vest", "image": "/v.jpg"}
+    state = (
+        '{"props": {"product": {"name": "Knit Vest", "price": {"amount": "59.95", "currencyCode": "EUR"}}}}'
+    )
+    body = f'<script id="__NEXT_DATA__" type="application/json">{state}</script>'
+    product, _ = one(page(json.dumps(node), body=body))
+    assert (product.price, product.currency) == (Decimal("59.95"), "EUR")
+    two = '{"items": [{"price": "59.95", "currency": "EUR"}, {"price": "19.00", "currency": "EUR"}]}'
+    product, _ = one(page(json.dumps(node), body=f'<script type="application/json">{two}</script>'))
+    assert product.price is None and product.currency is None  # which one is this product's? unknown

@@ -35,6 +35,7 @@ from lookbench_live.scrapers.extract.values import (
     normalize_availability,
     normalize_brand,
     parse_price,
+    title_color,
 )
 
 PRODUCT_TYPES = frozenset({"product", "productgroup", "individualproduct", "productmodel", "someproducts"})
@@ -82,7 +83,73 @@ def extract_schema_org(text: str, url: str, tree: lxml_html.HtmlElement | None =
         product = _opengraph_product(tree, url, canonical, lang)
         if product is not None:
             out.products.append(product)
+    elif len(out.products) == 1:
+        _fill_from_meta(out.products[0], tree, url, lang)
     return out
+
+
+def _fill_from_meta(
+    product: NormalizedProduct, tree: lxml_html.HtmlElement, url: str, lang: str | None
+) -> None:
+    """What a malformed or partial JSON-LD offer lost, from the page's OpenGraph / `product:`
+    meta: price with its currency, images, colour and material fields. Never overrides."""
+    amount = _meta(tree, "product:price:amount") or _meta(tree, "og:price:amount")
+    currency = _currency(_meta(tree, "product:price:currency") or _meta(tree, "og:price:currency"))
+    price = parse_price(amount, lang=lang)
+    if product.price is None and not price:
+        price, currency = _state_offer(tree, lang)
+    if product.price is None and price:
+        product.price, product.price_max = price, price
+        product.currency = product.currency or currency
+    elif product.currency is None and currency and price is not None and price == product.price:
+        product.currency = currency
+    if not product.images:
+        product.images = image_urls(_metas(tree, "og:image") + _metas(tree, "og:image:url"), url)
+    product.color = product.color or clean_title(_meta(tree, "product:color"))
+    product.material = product.material or clean_title(_meta(tree, "product:material"))
+    if not product.brand:
+        product.brand = clean_title(_meta(tree, "product:brand") or _meta(tree, "og:brand"))
+
+
+_CURRENCY_KEYS = ("priceCurrency", "currencyCode", "currency_code", "currency")
+_AMOUNT_KEYS = ("price", "amount", "value", "salePrice", "currentPrice")
+
+
+def _state_offer(tree: lxml_html.HtmlElement, lang: str | None) -> tuple[Decimal | None, str | None]:
+    """(price, currency) from the page's embedded state JSON (`<script type="application/json">`,
+    `__NEXT_DATA__`…): objects stating an amount beside an ISO currency. Taken only when all such
+    objects agree on one pair, so a page listing other products or prices gives nothing."""
+    pairs: set[tuple[Decimal, str]] = set()
+    for script in tree.iter("script"):
+        kind = (script.get("type") or "").split(";")[0].strip().lower()
+        if kind == "application/ld+json" or not kind.endswith("json"):
+            continue
+        data, _ = load_script(script.text or "")
+        stack: list[tuple[Any, int]] = [(data, 0)]
+        while stack and len(pairs) < 2:
+            item, depth = stack.pop()
+            if depth > 16:
+                continue
+            if isinstance(item, dict):
+                currency = next(
+                    (_currency(item[k]) for k in _CURRENCY_KEYS if isinstance(item.get(k), str)), None
+                )
+                amount = next(
+                    (item[k] for k in _AMOUNT_KEYS if isinstance(item.get(k), str | int | float)), None
+                )
+                price = parse_price(amount, lang=lang) if currency and amount is not None else None
+                if price:
+                    pairs.add((price, currency))
+                stack.extend((v, depth + 1) for v in item.values() if isinstance(v, dict | list))
+            elif isinstance(item, list):
+                stack.extend((v, depth + 1) for v in item if isinstance(v, dict | list))
+    if len(pairs) == 1:
+        return next(iter(pairs))
+    return None, None
+
+
+def _currency(value: str | None) -> str | None:
+    return value.strip().upper() if value and re.fullmatch(r"\s*[A-Za-z]{3}\s*", value) else None
 
 
 # --------------------------------------------------------------------------- grouping
@@ -191,17 +258,20 @@ def _normalize(
     )
     title = clean_title(head.get("name")) or clean_title(shown.get("name"))
     description = clean_text(head.get("description")) or clean_text(shown.get("description"))
+    # Colour and material only where the page states them (reliability: a wrong fact is
+    # worse than a missing one): structured fields, a labelled field in the text, the title.
     color = (
         next(iter(_strings(shown.get("color"))), None)
         or next(iter(_strings(head.get("color"))), None)
         or color_from_url(url)
-        or find_color(title)
+        or find_color(description, page_text)
+        or title_color(title)
     )
     material = next(iter(_strings(shown.get("material"))), None) or next(
         iter(_strings(head.get("material"))), None
     )
     if not material:
-        material = find_material(description, page_text, title)
+        material = find_material(description, page_text)
     images = image_urls(shown.get("image"), url)
     if group is not None or not images:
         images += [u for u in image_urls(head.get("image"), url) if u not in images]
@@ -336,9 +406,19 @@ def _breadcrumbs(nodes: list[dict[str, Any]]) -> list[str]:
                 name = element.get("name") or (item.get("name") if isinstance(item, dict) else None)
                 if clean_title(name):
                     names.append(clean_title(name))
-            if names and names[0].lower() in ("home", "start", "accueil", "inicio", "startseite"):
+            if names and names[0].lower() in ("home", "start", "accueil", "inicio", "startseite", "hm.com"):
                 names = names[1:]
-            return names[:-1] if len(names) > 1 else names
+            # The trail ends with the product itself on many sites (no link, or its name), with
+            # the deepest category on others (Otto): only the product is dropped.
+            last = elements[-1] if elements else {}
+            products = {
+                clean_title(n.get("name")).casefold()
+                for n in nodes
+                if type_names(n) & PRODUCT_TYPES and clean_title(n.get("name"))
+            }
+            if len(names) > 1 and (not last.get("item") or names[-1].casefold() in products):
+                names = names[:-1]
+            return names
     return []
 
 
@@ -403,8 +483,12 @@ def _opengraph_product(
             _meta(tree, "product:availability") or _meta(tree, "og:availability")
         ),
         category_path=_category(_meta(tree, "product:category")),
-        color=clean_title(_meta(tree, "product:color")) or color_from_url(url) or find_color(title),
-        material=clean_title(_meta(tree, "product:material")) or find_material(description, page_text, title),
+        color=clean_title(_meta(tree, "product:color"))
+        or color_from_url(url)
+        or find_color(description, page_text)
+        or title_color(title)
+        or title_color(clean_title(tree.findtext(".//title"))),
+        material=clean_title(_meta(tree, "product:material")) or find_material(description, page_text),
         description=description,
         images=image_urls(_metas(tree, "og:image") + _metas(tree, "og:image:url"), url),
         raw={"source": "opengraph", "url": url},

@@ -20,12 +20,27 @@ from lookbench_live.scrapers.extract.values import (
     find_material,
     image_urls,
     parse_price,
+    title_color,
 )
 
 COLOR_OPTION_NAMES = frozenset({"color", "colour", "farbe", "couleur", "colore", "kleur", "färg"})
 
 
+def is_shopify_product_js(data: Any) -> bool:
+    """A bare `/products/<handle>.js` product: prices in cents, images as strings."""
+    return (
+        isinstance(data, dict)
+        and "handle" in data
+        and isinstance(data.get("variants"), list)
+        and ("price" in data or "featured_image" in data)
+    )
+
+
 def is_shopify_payload(data: Any) -> bool:
+    if is_shopify_product_js(data):
+        return True
+    if isinstance(data, dict) and isinstance(data.get("product_listings"), list):
+        return all(isinstance(p, dict) and "handle" in p for p in data["product_listings"][:3])
     if isinstance(data, dict):
         if isinstance(data.get("products"), list):
             return all(
@@ -53,8 +68,13 @@ def store_root(url: str) -> str:
 def extract_shopify(data: Any, url: str) -> Extraction:
     """Products of one Shopify JSON response; `next_page` is True when the page was non-empty."""
     out = Extraction(platform="shopify")
-    if isinstance(data, dict) and isinstance(data.get("product"), dict):
-        items: list[Any] = [data["product"]]
+    if is_shopify_product_js(data):
+        items: list[Any] = [_from_product_js(data)]
+    elif isinstance(data, dict) and isinstance(data.get("product"), dict):
+        items = [data["product"]]
+    elif isinstance(data, dict) and isinstance(data.get("product_listings"), list):
+        items = [_from_listing(p) for p in data["product_listings"]]
+        out.next_page = bool(items)
     elif isinstance(data, dict) and isinstance(data.get("products"), list):
         items = data["products"]
         out.next_page = bool(items)
@@ -78,7 +98,7 @@ def extract_shopify(data: Any, url: str) -> Extraction:
 def shopify_product(item: dict[str, Any], root: str, page_url: str | None = None) -> NormalizedProduct | None:
     if not isinstance(item, dict) or item.get("id") is None or not item.get("handle"):
         return None
-    options = [o for o in item.get("options") or [] if isinstance(o, dict)]
+    options = [o if isinstance(o, dict) else {"name": o} for o in item.get("options") or []]
     color_index = next(
         (i for i, o in enumerate(options) if str(o.get("name", "")).strip().lower() in COLOR_OPTION_NAMES),
         None,
@@ -110,7 +130,8 @@ def shopify_product(item: dict[str, Any], root: str, page_url: str | None = None
     # Placeholder variants priced 0 are not purchasable prices.
     priced = [v for v in variants if v["price"] is not None and Decimal(v["price"]) > 0]
     buyable = [v for v in priced if v.get("available") is not False]
-    shown = _shown_variant(variants, page_url) or (buyable or priced or [None])[0]
+    selected = _shown_variant(variants, page_url)
+    shown = selected or (buyable or priced or [None])[0]
     pool = buyable or priced
     prices = [Decimal(v["price"]) for v in pool]
     price = Decimal(shown["price"]) if shown and shown.get("price") and Decimal(shown["price"]) > 0 else None
@@ -130,10 +151,11 @@ def shopify_product(item: dict[str, Any], root: str, page_url: str | None = None
         (i for i in item.get("images") or [] if isinstance(i, dict)), key=lambda i: i.get("position") or 0
     )
     images = image_urls([i.get("src") for i in images_raw], root + "/")
-    if shown and shown.get("image_id") is not None:
-        # The shown variant's own photo comes first (what the page displays).
+    if selected and selected.get("image_id") is not None:
+        # A variant the URL selects shows its own photo first; otherwise the product's main
+        # image (position 1) stays first, as the storefront shows it.
         for image in images_raw:
-            if image.get("id") == shown["image_id"]:
+            if image.get("id") == selected["image_id"]:
                 first = image_urls(image.get("src"), root + "/")
                 images = first + [u for u in images if u not in first]
                 break
@@ -142,7 +164,15 @@ def shopify_product(item: dict[str, Any], root: str, page_url: str | None = None
     tags = item.get("tags") or []
     if isinstance(tags, str):
         tags = [t.strip() for t in tags.split(",")]
-    color = (shown or {}).get("color") or color_from_url(page_url) or find_color(title, description)
+    # Only a colour the product states: its Color/Farbe/Couleur option, the URL's selection,
+    # a "Color:" field in the description, or the title (never a word of marketing prose).
+    color = (
+        (shown or {}).get("color")
+        or next((v["color"] for v in (buyable or priced or variants) if v.get("color")), None)
+        or color_from_url(page_url)
+        or find_color(description)
+        or title_color(title)
+    )
     product_type = clean_title(item.get("product_type"))
     return NormalizedProduct(
         product_id=str(item["id"]),
@@ -153,11 +183,11 @@ def shopify_product(item: dict[str, Any], root: str, page_url: str | None = None
         price=price,
         price_max=price_max,
         compare_at_price=compare,
-        currency=None,
+        currency=_presentment_currency(item),
         availability=availability,
         category_path=[product_type] if product_type else [],
         color=color,
-        material=find_material(description, title),
+        material=find_material(description),
         description=description,
         tags=[t for t in (clean_title(t) for t in tags) if t],
         images=images,
@@ -175,3 +205,68 @@ def _shown_variant(variants: list[dict[str, Any]], page_url: str | None) -> dict
 
     wanted = parse_qs(urlsplit(page_url).query).get("variant", [None])[0]
     return next((v for v in variants if v["id"] == wanted), None)
+
+
+def _from_product_js(data: dict[str, Any]) -> dict[str, Any]:
+    """A `/products/<handle>.js` product in the shape of `/products.json` (cents to units,
+    image strings to objects, `type` and `description` renamed)."""
+    item = dict(data)
+    item.setdefault("body_html", data.get("description"))
+    item.setdefault("product_type", data.get("type"))
+    variants = []
+    for raw in data.get("variants") or []:
+        if not isinstance(raw, dict):
+            continue
+        variant = dict(raw)
+        for key in ("price", "compare_at_price"):
+            if isinstance(raw.get(key), int):
+                variant[key] = str(parse_price(raw[key], minor_unit=2))
+        variants.append(variant)
+    item["variants"] = variants
+    images = [data.get("featured_image"), *(data.get("images") or [])]
+    seen: list[str] = []
+    for image in images:
+        src = image.get("src") if isinstance(image, dict) else image
+        if isinstance(src, str) and src not in seen:
+            seen.append(src)
+    item["images"] = [{"src": src, "position": i} for i, src in enumerate(seen, 1)]
+    return item
+
+
+def _from_listing(listing: Any) -> Any:
+    """A Product Listings API item (`product_id`, per-variant `option_values`) in the shape
+    of `/products.json`."""
+    if not isinstance(listing, dict):
+        return listing
+    item = dict(listing)
+    item.setdefault("id", listing.get("product_id"))
+    names = [o.get("name") for o in listing.get("options") or [] if isinstance(o, dict)]
+    variants = []
+    for raw in listing.get("variants") or []:
+        if not isinstance(raw, dict):
+            continue
+        variant = dict(raw)
+        values = {
+            v.get("name"): v.get("value") for v in raw.get("option_values") or [] if isinstance(v, dict)
+        }
+        for i, name in enumerate(names[:3], 1):
+            variant.setdefault(f"option{i}", values.get(name))
+        variants.append(variant)
+    item["variants"] = variants
+    return item
+
+
+def _presentment_currency(item: dict[str, Any]) -> str | None:
+    """The currency the Admin API states in `presentment_prices` when every variant states one
+    and the same; the storefront JSON states none, and none is invented."""
+    found = set()
+    for variant in item.get("variants") or []:
+        prices = variant.get("presentment_prices") if isinstance(variant, dict) else None
+        if not isinstance(prices, list) or not prices:
+            return None
+        price = prices[0].get("price") if isinstance(prices[0], dict) else None
+        code = price.get("currency_code") if isinstance(price, dict) else None
+        if not isinstance(code, str) or len(code.strip()) != 3:
+            return None
+        found.add(code.strip().upper())
+    return found.pop() if len(found) == 1 else None

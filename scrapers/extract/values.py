@@ -273,92 +273,182 @@ def image_urls(value: Any, base: str | None) -> list[str]:
     return out
 
 
-# Words a title, description or URL uses for colour, with the value we store (English).
-# Values follow the taxonomy's colour names (schema/taxonomy.json).
-COLOR_WORDS: dict[str, str] = {
-    "black": "black", "white": "white", "ivory": "ivory", "cream": "ivory", "beige": "beige",
-    "grey": "gray", "gray": "gray", "charcoal": "gray", "red": "red", "burgundy": "burgundy",
-    "pink": "pink", "orange": "orange", "yellow": "yellow", "mustard": "yellow", "green": "green",
-    "olive": "olive", "khaki": "olive", "teal": "teal", "blue": "blue", "navy": "navy", "denim": "blue",
-    "purple": "purple", "lilac": "purple", "brown": "brown", "camel": "camel", "tan": "camel",
-    "gold": "gold", "silver": "silver",
-    # a few other languages (the store and real sites are not all English)
-    "schwarz": "black", "weiß": "white", "weiss": "white", "rot": "red", "blau": "blue", "grün": "green",
-    "noir": "black", "blanc": "white", "rouge": "red", "bleu": "blue", "vert": "green", "rose": "pink",
-    "negro": "black", "blanco": "white", "rojo": "red", "azul": "blue", "verde": "green", "rosa": "pink",
-}  # fmt: skip
+# Colour and material words come from one place, the taxonomy (schema/taxonomy.json): its
+# values and synonyms, other languages included. A word is only taken where the page states
+# it in a clear context (a "Material:" / "Farbe:" field, a composition that adds up to 100%,
+# a title segment that is nothing but a colour); marketing text ("0% interest", "70% off",
+# "100% polyester for your best run") never gives a material.
 
-MATERIAL_WORDS: dict[str, str] = {
-    "cotton": "cotton", "linen": "linen", "wool": "wool", "merino": "wool", "cashmere": "cashmere",
-    "silk": "silk", "satin": "satin", "denim": "denim", "leather": "leather", "suede": "suede",
-    "polyester": "polyester", "viscose": "viscose", "rayon": "viscose", "nylon": "nylon",
-    "polyamide": "nylon", "elastane": "elastane", "spandex": "elastane", "acrylic": "acrylic",
-    "velvet": "velvet", "chiffon": "chiffon", "lace": "lace", "knit": "knit", "corduroy": "corduroy",
-    "fleece": "fleece", "tweed": "tweed", "jersey": "jersey",
-    "baumwolle": "cotton", "leinen": "linen", "wolle": "wool", "seide": "silk",
-    "coton": "cotton", "lin": "linen", "laine": "wool", "soie": "silk",
-    "algodón": "cotton", "algodon": "cotton", "lana": "wool", "seda": "silk",
-}  # fmt: skip
+_MATERIAL_LABEL = (
+    r"materials?|materiale|material oberstoff|obermaterial|au(?:ß|ss)enmaterial|composition|composici[oó]n|"
+    r"composizione|zusammensetzung|mati[eè]re|fabric|shell|upper|tissu|tejido|stoff"
+)
+_COLOR_LABEL = r"colou?r|farbe|couleur|colore|kleur|färg"
+_LABEL_LINE = re.compile(
+    rf"(?i)(?:^|(?<=[\s(\-•·*]))(?P<label>{_MATERIAL_LABEL})(?P<care>\s*(?:&|and|und|et|y)\s*(?:care|pflege\w*|entretien|cuidados))?"
+    rf"(?:\s+\w+)?\s*(?P<colon>:)?\s*(?P<value>[^\n]*)$"
+)
+_COLOR_LINE = re.compile(rf"(?i)(?:^|(?<=\s))(?:{_COLOR_LABEL})\s*(?P<colon>:)?\s*(?P<value>[^\n]*)$")
+_PCT_FIRST = re.compile(r"(\d{1,3}(?:[.,]\d+)?)\s*%\s*([^\W\d_]+(?:[ -][^\W\d_]+)?)", re.UNICODE)
+_PCT_LAST = re.compile(r"([^\W\d_]+(?:[ -][^\W\d_]+)?)\s+(\d{1,3}(?:[.,]\d+)?)\s*%", re.UNICODE)
+_SUB_LABEL = re.compile(r"^[^\W\d_][^:\d\n]{0,30}:\s*")  # "Oberseite:", "Shell:", "Außenmaterial:"
+_NEXT_LABEL = re.compile(r"\s+(?:[A-ZÄÖÜ][^\W\d_]*\s?){1,3}:\s.*$")  # "… Lining: Cotton 100%"
 
-_COMPOSITION = re.compile(
-    r"(?:(\d{1,3}(?:[.,]\d+)?)\s*%\s*([^\W\d_]+(?:[ -][^\W\d_]+)?)\s*[,/;]?\s*){1,6}", re.UNICODE
-)
-_COMPOSITION_PART = re.compile(r"(\d{1,3}(?:[.,]\d+)?)\s*%\s*([^\W\d_]+)", re.UNICODE)
-_MATERIAL_SECTION = re.compile(
-    r"(?:material(?:s)?(?:\s*(?:&|and)\s*care)?|composition|fabric|materiale|matière|zusammensetzung)\s*[:\-]\s*([^\n.]+)",
-    re.I,
-)
+
+def _taxonomy() -> Any:
+    from lookbench_live.schema.taxonomy import default_taxonomy
+
+    return default_taxonomy()
+
+
+def color_value(text: str | None) -> str | None:
+    """The taxonomy colour a word or phrase names ("Schwarz", "navy blue"), else None."""
+    if not text or not text.strip():
+        return None
+    value = _taxonomy().normalize_value("color", text)
+    return value if value in _taxonomy().values("color") else None
+
+
+def material_value(text: str | None) -> str | None:
+    """The taxonomy material a word or phrase names ("Baumwolle", "calf leather"), else None."""
+    if not text or not text.strip():
+        return None
+    value = _taxonomy().normalize_value("material", text)
+    return value if value in _taxonomy().values("material") else None
+
+
+def _mentions_material(text: str) -> bool:
+    words = re.findall(r"[^\W\d_]+", text, re.UNICODE)
+    spans = [" ".join(words[i : i + n]) for n in (2, 1) for i in range(len(words) - n + 1)]
+    return any(material_value(w) for w in spans)
+
+
+def _parts(text: str) -> list[tuple[float, str]]:
+    found = [(m.start(), float(m.group(1).replace(",", ".")), m.group(2)) for m in _PCT_FIRST.finditer(text)]
+    if not found:
+        found = [
+            (m.start(), float(m.group(2).replace(",", ".")), m.group(1)) for m in _PCT_LAST.finditer(text)
+        ]
+    return [(pct, word) for _, pct, word in sorted(found)]
 
 
 def find_composition(text: str | None) -> str | None:
-    """A composition line ("50% Viscose, 27% Nylon, 23% Polyester") as found, normalized spacing."""
+    """A fibre composition stated without a label ("50% Viscose, 27% Nylon, 23% Polyester",
+    "Acrylic 31%; Wool 22%; …"): its shares add up to 100% and one fibre is a known material.
+    A lone percentage in marketing text ("0% interest", "70% off") is not one."""
     if not text:
         return None
-    best: list[tuple[str, str]] = []
-    for match in _COMPOSITION.finditer(text):
-        parts = _COMPOSITION_PART.findall(match.group(0))
-        if len(parts) > len(best) or (len(parts) == len(best) and best == []):
-            best = parts
-    if best:
-        return ", ".join(f"{pct}% {name}" for pct, name in best)
+    for line in text.splitlines():
+        for run in re.finditer(
+            r"(?:\d{1,3}(?:[.,]\d+)?\s*%\s*[^\W\d_]+(?:[ -][^\W\d_]+)?|[^\W\d_]+(?:[ -][^\W\d_]+)?\s+\d{1,3}(?:[.,]\d+)?\s*%)"
+            r"(?:\s*[,/;&+]?\s*(?:\d{1,3}(?:[.,]\d+)?\s*%\s*[^\W\d_]+(?:[ -][^\W\d_]+)?|[^\W\d_]+(?:[ -][^\W\d_]+)?\s+\d{1,3}(?:[.,]\d+)?\s*%))*",
+            line,
+            re.UNICODE,
+        ):
+            parts = _parts(run.group(0))
+            total = sum(p for p, _ in parts)
+            if parts and 99 <= total <= 101 and any(_mentions_material(w) for _, w in parts):
+                return _tidy(run.group(0))
+    return None
+
+
+def _tidy(value: str) -> str:
+    return re.sub(r"\s+", " ", value).strip(" /;,-.")
+
+
+def _labelled_material(text: str) -> str | None:
+    lines = [line.strip() for line in text.splitlines()]
+    for index, line in enumerate(lines):
+        match = _LABEL_LINE.search(line)
+        if not match:
+            continue
+        value, alone = match.group("value").strip(), False
+        if not value:  # "Material" alone on its line: the value is the next line
+            following = [v for v in lines[index + 1 : index + 4] if v and not _LABEL_LINE.match(v)]
+            value = following[0] if following else ""
+            alone = match.start() == 0
+        value = _SUB_LABEL.sub("", value, count=1) if _SUB_LABEL.match(value) else value
+        value = _NEXT_LABEL.sub("", value)
+        value = _tidy(value.split(". ")[0])
+        if not value or len(value) > 100:
+            continue
+        if _parts(value) and 99 <= sum(p for p, _ in _parts(value)) <= 101:
+            return value
+        if not _parts(value) and _mentions_material(value) and len(value.split()) <= 8:
+            return value
+        # A key/value layout ("Material" on its own line, then "Pima stretch"; "Upper:
+        # syntheticleather"): a short name the field states, even outside the vocabulary.
+        # Only under a bare label ("Material & care" heads a section, not a value), never a
+        # value that is itself a label or a UI phrase ("Détails du produit", "Mehr zu …").
+        bare = not match.group("care") and not _LABEL_LINE.match(value) and not value.endswith(":")
+        if (
+            (alone or match.group("colon"))
+            and bare
+            and not re.search(r"[\d%{}<>]", value)
+            and len(value.split()) <= 3
+        ):
+            return value
     return None
 
 
 def find_material(*texts: str | None) -> str | None:
-    """Material from the page's own text: a composition line first, then a "Material:" section,
-    then a known material word."""
-    for text in texts:
-        composition = find_composition(text)
-        if composition:
-            return composition
+    """Material a page states: a labelled field first ("Material: 100% cotton", "Composition:
+    80% wool, 20% polyamide", "Zusammensetzung" / "Baumwolle 100%"), then an unlabelled
+    composition that adds up to 100%. Never a bare word from marketing prose."""
     for text in texts:
         if text:
-            match = _MATERIAL_SECTION.search(text)
-            if match:
-                value = match.group(1).strip(" :-")
-                if value and len(value) <= 80:
-                    return value
+            found = _labelled_material(text)
+            if found:
+                return found
     for text in texts:
-        word = _first_word(text, MATERIAL_WORDS)
-        if word:
-            return word
+        found = find_composition(text)
+        if found:
+            return found
     return None
 
 
 def find_color(*texts: str | None) -> str | None:
+    """Colour a text states in a field ("Color: Navy", "Farbe: multicolor/multicolor", or
+    "Colour" on its own line followed by the value), as written."""
     for text in texts:
-        word = _first_word(text, COLOR_WORDS)
-        if word:
-            return word
+        if not text:
+            continue
+        lines = [line.strip() for line in text.splitlines()]
+        for index, line in enumerate(lines):
+            match = _COLOR_LINE.search(line)
+            if not match:
+                continue
+            value = match.group("value").strip()
+            if not value and match.start() == 0:
+                value = next((v for v in lines[index + 1 : index + 3] if v and not _COLOR_LINE.match(v)), "")
+            elif not match.group("colon") and not _all_colors(value):
+                continue
+            value = _tidy(_NEXT_LABEL.sub("", value))
+            if value and len(value) <= 40 and len(value.split()) <= 5 and not re.search(r"[\d{}<>()]", value):
+                return value
     return None
 
 
-def _first_word(text: str | None, vocabulary: dict[str, str]) -> str | None:
-    if not text:
+def _all_colors(text: str) -> bool:
+    parts = [p for p in re.split(r"\s*(?:/|&|,|\+|\band\b|\bund\b)\s*", text.strip()) if p]
+    return bool(parts) and all(color_value(p) for p in parts)
+
+
+def title_color(title: str | None) -> str | None:
+    """Colour a title states: a segment that is nothing but colours ("Spit Velvet Shirt - Red -
+    Shirts - Weekday DE", "… - White / black - …"), or leading colour words ("Navy Wrap Dress")."""
+    if not title:
         return None
-    for token in re.findall(r"[^\W\d_]+", text.lower(), re.UNICODE):
-        if token in vocabulary:
-            return vocabulary[token]
+    segments = [s.strip() for s in re.split(r"\s+[-–|]\s+", title) if s.strip()]
+    for segment in segments[1:]:
+        if _all_colors(segment):
+            return segment
+    words = segments[0].split() if segments else []
+    for length in (3, 2, 1):
+        if len(words) > length:
+            value = color_value(" ".join(words[:length]))
+            if value:
+                return value
     return None
 
 

@@ -19,6 +19,7 @@ from lookbench_live.scrapers.extract.values import (
     image_urls,
     normalize_brand,
     parse_price,
+    title_color,
 )
 
 COLOR_ATTRIBUTE_NAMES = frozenset({"color", "colour", "pa_color", "pa_colour", "farbe", "couleur"})
@@ -27,12 +28,19 @@ MATERIAL_ATTRIBUTE_NAMES = frozenset({"material", "pa_material", "fabric", "comp
 
 def is_woocommerce_payload(data: Any) -> bool:
     items = data if isinstance(data, list) else [data]
-    return bool(items) and all(isinstance(i, dict) and "prices" in i and "id" in i for i in items[:3])
+    return bool(items) and all(
+        isinstance(i, dict) and "id" in i and ("prices" in i or _is_legacy(i)) for i in items[:3]
+    )
+
+
+def _is_legacy(item: dict[str, Any]) -> bool:
+    """A product of the authenticated `wc/v3` REST API: `price` as a decimal string, no `prices`."""
+    return "permalink" in item and "regular_price" in item and "price" in item
 
 
 def extract_woocommerce(data: Any, url: str) -> Extraction:
     out = Extraction(platform="woocommerce")
-    if isinstance(data, dict) and "prices" in data:
+    if isinstance(data, dict) and ("prices" in data or _is_legacy(data)):
         items: list[Any] = [data]
     elif isinstance(data, list):
         items = data
@@ -59,8 +67,9 @@ def _attribute(item: dict[str, Any], names: frozenset[str]) -> list[str]:
             continue
         name = str(attribute.get("taxonomy") or attribute.get("name") or "").strip().lower()
         if name in names or str(attribute.get("name", "")).strip().lower() in names:
-            terms = attribute.get("terms") or []
-            return [t for t in (clean_title(t.get("name")) for t in terms if isinstance(t, dict)) if t]
+            terms = attribute.get("terms") or attribute.get("options") or []  # v3: "options"
+            names = (t.get("name") if isinstance(t, dict) else t for t in terms)
+            return [t for t in (clean_title(n) for n in names) if t]
     return []
 
 
@@ -70,11 +79,26 @@ def woocommerce_product(item: dict[str, Any], url: str) -> NormalizedProduct | N
     permalink = absolute_url(item.get("permalink"), url)
     if not permalink:
         return None
+    if "prices" not in item and _is_legacy(item):
+        # wc/v3 states decimal strings and no currency (never invented).
+        item = {
+            **item,
+            "prices": {
+                "price": item.get("price"),
+                "regular_price": item.get("regular_price"),
+                "currency_minor_unit": 0,
+                "legacy": True,
+            },
+        }
+        item.setdefault(
+            "is_in_stock", item.get("stock_status") == "instock" if "stock_status" in item else None
+        )
     prices = item.get("prices") or {}
     minor = prices.get("currency_minor_unit")
     minor = int(minor) if isinstance(minor, int | str) and str(minor).isdigit() else 2
-    price = parse_price(prices.get("price"), minor_unit=minor)
-    regular = parse_price(prices.get("regular_price"), minor_unit=minor)
+    scale = None if prices.get("legacy") else minor
+    price = parse_price(prices.get("price"), minor_unit=scale)
+    regular = parse_price(prices.get("regular_price"), minor_unit=scale)
     price_range = prices.get("price_range") if isinstance(prices.get("price_range"), dict) else None
     price_max = price
     if price_range:
@@ -119,8 +143,8 @@ def woocommerce_product(item: dict[str, Any], url: str) -> NormalizedProduct | N
         currency=currency.upper() if isinstance(currency, str) and len(currency) == 3 else None,
         availability=availability,
         category_path=categories,
-        color=colors[0] if colors else find_color(title, description),
-        material=materials[0] if materials else find_material(description, title),
+        color=colors[0] if colors else (find_color(description) or title_color(title)),
+        material=materials[0] if materials else find_material(description),
         description=description,
         tags=[
             t

@@ -1,0 +1,169 @@
+"""Extraction measured on real retailer payloads (tests/corpus, sources in tests/corpus/SOURCES.md).
+
+Each payload has hand-written expected facts (tests/corpus/expected/<name>.json). A fact is
+right when the extractor's value matches; a stated fact that comes out missing or different is
+wrong; a colour or material that comes out where the page states none (or a different one) is
+*invented*, counts as wrong, and must never happen: a wrong fact is worse than a missing one.
+
+Run `python tests/test_extract_corpus.py` for the per-payload table.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from lookbench_live.schema.taxonomy import default_taxonomy
+from lookbench_live.scrapers.extract import decode_body, extract_document
+
+CORPUS = Path(__file__).parent / "corpus"
+FACTS = ("title", "price", "currency", "image", "brand", "color", "material", "category")
+NO_INVENTION = ("color", "material")  # absent or different in expected = invented
+
+
+def _norm(text: Any) -> str:
+    plain = unicodedata.normalize("NFKC", str(text)).casefold()
+    return " ".join(re.sub(r"[^\w%]+", " ", plain).split())
+
+
+def _composition(text: str) -> set[tuple[str, str]]:
+    """{(percent, fibre)} of "41% Baumwolle, 33% Viskose" or "Baumwolle 60%; Polyester 40%"."""
+    pairs = re.findall(r"(\d{1,3})\s*%\s*([^\W\d_]+)", text)
+    pairs += [(p, w) for w, p in re.findall(r"([^\W\d_]+)\s+(\d{1,3})\s*%", text)]
+    return {(p, w.casefold()) for p, w in pairs}
+
+
+def _same(fact: str, got: Any, want: Any) -> bool:
+    if isinstance(want, list) and fact != "category":
+        return any(_same(fact, got, w) for w in want)
+    if got is None or want is None:
+        return got is None and want is None
+    if fact == "price":
+        try:
+            return Decimal(str(got)) == Decimal(str(want))
+        except InvalidOperation:
+            return False
+    if fact == "category":
+        return [_norm(c) for c in got] == [_norm(c) for c in want]
+    if fact == "color":
+        taxonomy = default_taxonomy()
+        a, b = taxonomy.normalize_value("color", str(got)), taxonomy.normalize_value("color", str(want))
+        return (a is not None and a == b) or _norm(got) == _norm(want)
+    if fact == "material":
+        a, b = _composition(str(got)), _composition(str(want))
+        return a == b if (a or b) else _norm(got) == _norm(want)
+    if fact == "image":
+        return str(got).strip() == str(want).strip()
+    return _norm(got) == _norm(want)
+
+
+def _value(product: dict[str, Any] | None, fact: str) -> Any:
+    if product is None:
+        return None
+    if fact == "image":
+        return (product.get("images") or [None])[0]
+    if fact == "category":
+        return product.get("category_path") or None
+    return product.get(fact)
+
+
+@dataclass
+class Score:
+    right: int = 0
+    total: int = 0
+    invented: list[str] = field(default_factory=list)
+    misses: list[str] = field(default_factory=list)
+
+    @property
+    def accuracy(self) -> float:
+        return self.right / self.total if self.total else 1.0
+
+
+def measure() -> tuple[dict[str, Score], list[tuple[str, Score]]]:
+    """Scores by group ("all", "messy", "clean", and per platform) and per payload."""
+    groups: dict[str, Score] = {}
+    rows = []
+    for path in sorted((CORPUS / "expected").glob("*.json")):
+        case = json.loads(path.read_text(encoding="utf-8"))
+        payload = next((CORPUS / "payloads").glob(path.stem + ".*"))
+        extraction = extract_document(decode_body(payload.read_bytes()), case["url"])
+        product = extraction.products[0].to_json() if extraction.products else None
+        score = Score()
+        for fact in FACTS:
+            if fact not in case["facts"]:
+                continue
+            want, got = case["facts"][fact], _value(product, fact)
+            stated = want is not None
+            if not stated and got is None:
+                continue
+            score.total += 1
+            if _same(fact, got, want):
+                score.right += 1
+                continue
+            score.misses.append(f"{fact}: got {got!r}, want {want!r}")
+            if fact in NO_INVENTION and got is not None:
+                score.invented.append(f"{payload.name}: {fact} {got!r} (want {want!r})")
+        rows.append((payload.name, score))
+        keys = ["all", "messy" if case["messy"] else "clean", f"platform:{case['platform']}"]
+        for key in keys:
+            group = groups.setdefault(key, Score())
+            group.right += score.right
+            group.total += score.total
+            group.invented += score.invented
+    return groups, rows
+
+
+def report(groups: dict[str, Score]) -> str:
+    return "\n".join(
+        f"{key:28s} {g.right:4d}/{g.total:<4d} {100 * g.accuracy:6.1f}%  invented={len(g.invented)}"
+        for key, g in sorted(groups.items())
+    )
+
+
+def test_corpus_is_real_sized_and_documented():
+    payloads = sorted((CORPUS / "payloads").iterdir())
+    expected = {p.stem for p in (CORPUS / "expected").glob("*.json")}
+    assert len(payloads) >= 40
+    assert {p.name.rsplit(".", 1)[0] for p in payloads} == expected
+    assert all(p.stat().st_size < 200_000 for p in payloads)
+    assert sum(p.stat().st_size for p in payloads) < 3_000_000
+    sources = (CORPUS / "SOURCES.md").read_text(encoding="utf-8")
+    assert all(p.name in sources for p in payloads)
+
+
+def test_extraction_accuracy_on_real_payloads():
+    groups, rows = measure()
+    print("\n" + report(groups))
+    for name, score in rows:
+        for miss in score.misses:
+            print(f"  {name}: {miss}")
+    assert not groups["all"].invented, groups["all"].invented
+    assert groups["all"].accuracy >= 0.97, report(groups)
+    assert groups["messy"].accuracy >= 0.90, report(groups)
+
+
+def test_extract_command_gives_the_measured_facts(cli):
+    """The `lookbench-live extract` command on a messy real page: what the test measures."""
+    import subprocess
+
+    case = json.loads((CORPUS / "expected" / "page_weekday-sale.json").read_text(encoding="utf-8"))
+    page = CORPUS / "payloads" / "page_weekday-sale.html"
+    done = subprocess.run(
+        [cli, "extract", str(page), "--url", case["url"]], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    product = json.loads(done.stdout.splitlines()[0])
+    for fact in ("price", "currency", "color", "material", "image"):
+        assert _same(fact, _value(product, fact), case["facts"][fact]), fact
+
+
+if __name__ == "__main__":
+    found, table = measure()
+    for name, score in table:
+        print(f"{name:48s} {score.right}/{score.total}  " + "; ".join(score.misses))
+    print(report(found))
