@@ -21,6 +21,7 @@ from lookbench_live.flows import cli as flows_cli
 from lookbench_live.generation import cli as generation_cli
 from lookbench_live.schema import cli as schema_cli
 from lookbench_live.scrapers import cli as scrapers_cli
+from lookbench_live.terminal import configure_terminal
 from lookbench_live.warehouse import cli as warehouse_cli
 
 HELP = """Build, verify, query and score releases of the live LookBench benchmark.
@@ -37,6 +38,19 @@ Examples:
 """
 
 app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False, rich_markup_mode=None)
+
+
+@app.callback()
+def _options(
+    verbose: bool = typer.Option(
+        False,
+        "--verbose",
+        "-v",
+        help="Show the libraries' warnings, logs and progress bars (hidden by default).",
+    ),
+) -> None:
+    configure_terminal(verbose or None)
+
 
 # Each stage's `cli` module defines `register(app)`; the order is the order of `--help`.
 STAGE_CLIS = (

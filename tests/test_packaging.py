@@ -61,6 +61,13 @@ def test_wheel_has_one_top_level_package(wheel: Path) -> None:
         assert f"{pkg.replace('.', '/')}/__init__.py" in names, pkg
 
 
+def _dependency_paths() -> list[str]:
+    """This environment's site-packages, and those it chains to through a path in a .pth file (a
+    worktree's venv reuses the main venv's packages so): never a source folder of the checkout."""
+    paths = [*site.getsitepackages(), *sys.path]
+    return list(dict.fromkeys(p for p in paths if p.rstrip("/").endswith("site-packages")))
+
+
 @pytest.fixture(scope="module")
 def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, set[str]]:
     """A clean venv with the wheel installed `--no-deps`; returns its folder and what the install added."""
@@ -75,7 +82,7 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
     ).stdout.strip()
     # Dependencies come from this environment's site-packages, added as a plain path so that its
     # .pth files (among them the editable checkout's finder) are NOT processed.
-    Path(purelib, "deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    Path(purelib, "deps.pth").write_text("\n".join(_dependency_paths()) + "\n")
     before = set(os.listdir(purelib))
     subprocess.run(
         [str(py), "-m", "pip", "install", "--no-deps", "--no-index", str(wheel)],
