@@ -57,6 +57,9 @@ def test_wheel_has_one_top_level_package(wheel: Path) -> None:
     tops = {n.split("/")[0] for n in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"lookbench_live"}
     assert "lookbench_live/schema/taxonomy.json" in names
+    # The report's templates ship as package data.
+    for template in ("report.html.j2", "macros.html.j2", "report.css"):
+        assert f"lookbench_live/evaluation/templates/{template}" in names, template
     for pkg in SUBPACKAGES:
         assert f"{pkg.replace('.', '/')}/__init__.py" in names, pkg
 
