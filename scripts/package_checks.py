@@ -31,6 +31,7 @@ PUBLIC_API = (
     "lookbench_live.evaluation",
     "lookbench_live.flows.progress",
     "lookbench_live.flows.summary",
+    "lookbench_live.terminal",
 )
 
 
