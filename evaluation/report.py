@@ -403,6 +403,15 @@ def _audit(lake: Lake, audit: dict[str, Any] | None, taxonomy_versions: set[str]
     }
 
 
+def _runs(
+    evaluations: Sequence[EvaluationRun | Mapping[str, Any]], context: Mapping[str, Any]
+) -> list[EvaluationRun]:
+    """The runs whose top-K the grids may show: `context["baseline_run"]`, then those in `evaluations`."""
+    given = context.get("baseline_run")
+    runs = [given] if isinstance(given, EvaluationRun) else []
+    return runs + [e for e in evaluations if isinstance(e, EvaluationRun) and e is not given]
+
+
 def _results(evaluations: Sequence[EvaluationRun | Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [e.result() if isinstance(e, EvaluationRun) else e for e in evaluations]
 
@@ -522,10 +531,10 @@ def _run_outcomes(context: Mapping[str, Any]) -> dict[str, Any] | None:
     gate = context.get("gate")
     if not sites and not gate:
         return None
-    failed = [s for s in sites if s[1] not in ("ok", "done", "complete", "completed")]
     return {
         "sites": sites,
-        "failed": [s[0] for s in failed],
+        "failed": [s[0] for s in sites if s[1] == "failed"],
+        "over_budget": [s[0] for s in sites if s[1] == "over_budget"],
         "gate": None
         if not gate
         else {"passed": bool(gate.get("passed")), "reason": str(gate.get("reason") or "")},
@@ -583,7 +592,7 @@ def render_report(
         "changes": _changes(tables, previous, prev_name),
         "evaluation": {"metrics": SHOWN_METRICS, "rows": _evaluation(data.version, results, stored)},
         "leaderboard": _leaderboard(lake, data.version, results, stored),
-        "grids": _grids(lake, data, [e for e in evaluations if isinstance(e, EvaluationRun)], samples),
+        "grids": _grids(lake, data, _runs(evaluations, context), samples),
         "previous": prev_name,
         "attributes": _attributes(
             _attribute_shares(tables), _attribute_shares(previous) if previous is not None else None
@@ -614,8 +623,10 @@ def write_report(
     `evaluations` table's rows of this release are shown too. Nothing is evaluated here.
     `audit`: the judge's summary, or `{"status": "skipped", "reason": …}`; None reads the
     `audits` table. `context`: what the run knows and the lake does not: `sites` (crawl
-    outcomes, dicts with site/status/reason), `gate` ({passed, reason}) and `previous_version`
-    (the release to compare with; default: the greatest committed version below this one).
+    outcomes, dicts with site/status/reason; status ok, failed or over_budget), `gate`
+    ({passed, reason}), `previous_version` (the release to compare with; default: the greatest
+    committed version below this one) and `baseline_run` (an `EvaluationRun` for the grids, when
+    `evaluations` holds result dicts).
     `samples`: sample queries per subset in the grids (0: none).
     """
     text = render_report(

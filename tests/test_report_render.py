@@ -150,7 +150,8 @@ def test_changes_since_the_previous_release_leaderboard_and_run_outcomes(report_
     context = {
         "sites": [
             {"site": "shop", "status": "ok", "reason": ""},
-            {"site": "<b>atelier</b>", "status": "failed", "reason": "max_duration reached after 0 pages"},
+            {"site": "<b>atelier</b>", "status": "failed", "reason": "connection refused"},
+            {"site": "bigstore", "status": "over_budget", "reason": "max_pages 50 reached"},
         ],
         "gate": {"passed": False, "reason": "accuracy 0.70 < 0.80"},
     }
@@ -169,10 +170,19 @@ def test_changes_since_the_previous_release_leaderboard_and_run_outcomes(report_
     assert len(re.findall(r"\d+\.\d\d", board)) == 3  # one score per release
     outcomes = _section(text, "run")
     assert "Audit gate: failed (accuracy 0.70 < 0.80)" in outcomes
-    assert "max_duration reached after 0 pages" in outcomes and "Sites that failed" in outcomes
+    assert "Sites that failed: <b>atelier</b>" in outcomes and "connection refused" in outcomes
+    assert "the next run resumes them): bigstore" in outcomes and "max_pages 50 reached" in outcomes
     # Autoescaped: a site's name is text, never markup.
     assert "&lt;b&gt;atelier&lt;/b&gt;" in text and "<b>atelier</b>" not in text
     assert len(re.findall(r'src="data:image/jpeg;base64,', text)) == 4 * 3 * 6  # the run's grids
+
+    # Result dicts for the tables and the run for the grids, as the flow passes them.
+    text = Path(
+        write_report(
+            lake, v3, lake.path("r1.html"), evaluations=[run.result()], context={"baseline_run": run}
+        )
+    ).read_text()
+    assert len(re.findall(r'src="data:image/jpeg;base64,', text)) == 4 * 3 * 6
 
     # `previous_version` in the context picks the release to compare with.
     text = Path(
