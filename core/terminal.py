@@ -61,6 +61,9 @@ def configure_terminal(verbose: bool | None = None) -> bool:
         for key, value in VERBOSE_ENV.items():
             os.environ.setdefault(key, value)
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+        # One INFO line per HTTP request (Prefect's API calls) would drown everything else.
+        for name in ("httpx", "httpcore"):
+            logging.getLogger(name).setLevel(logging.WARNING)
         warnings.simplefilter("default")  # every warning, once per place
         return True
     for key, value in QUIET_ENV.items():
