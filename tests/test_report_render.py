@@ -275,7 +275,8 @@ def test_report_renders_in_headless_chromium(report_lake):
             requests: list[str] = []
             page.on("request", lambda r: requests.append(r.url))
             page.goto(Path(path).as_uri())
-            for section in ("counts", "evaluation", "grids", "attributes", "sources", "rejections", "audit"):
+            sections = ("counts", "changes", "evaluation", "leaderboard", "grids", "attributes", "sources")
+            for section in (*sections, "rejections", "audit"):
                 assert page.locator(f"#{section}").is_visible(), section
                 assert page.locator(
                     f"#{section} table, #{section} .grid, #{section} svg"
