@@ -37,10 +37,15 @@ run: setup
 
 test: setup vllm-venv
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	# The import contract and the public API's types (pyproject [tool.importlinter], [tool.mypy]).
+	$(PY) scripts/package_checks.py imports
+	$(PY) scripts/package_checks.py types
 	LOOKBENCH_REQUIRE_VLLM=1 $(VENV)/bin/pytest -q
 
 lint: setup
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	$(PY) scripts/package_checks.py imports
+	$(PY) scripts/package_checks.py types
 
 clean:
 	rm -rf $(VENV) .venv-vllm lookbench-data build dist *.egg-info

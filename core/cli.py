@@ -6,13 +6,25 @@ Any error ends the command with a non-zero status and one line naming the proble
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
 import sys
 
 import click
 import typer
+
+# The stage CLIs, imported by name so that a broken module fails here, loudly, and a reader sees
+# each edge. Each module's imports are light: the stage's own code is imported inside its commands.
+from lookbench_live.annotation import cli as annotation_cli
+from lookbench_live.dedup import cli as dedup_cli
+from lookbench_live.evaluation import cli as evaluation_cli
+from lookbench_live.flows import cli as flows_cli
+from lookbench_live.flows import models as models_cli
+from lookbench_live.generation import cli as generation_cli
+from lookbench_live.schema import cli as schema_cli
+from lookbench_live.scrapers import cli as scrapers_cli
+from lookbench_live.terminal import configure_terminal
+from lookbench_live.warehouse import cli as warehouse_cli
+from lookbench_live.warehouse import takedown_cli
 
 HELP = """Build, verify, query and score releases of the live LookBench benchmark.
 
@@ -29,23 +41,35 @@ Examples:
 
 app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 
+
+@app.callback()
+def _options(
+    verbose: bool = typer.Option(
+        False,
+        "--verbose",
+        "-v",
+        help="Show the libraries' warnings, logs and progress bars (hidden by default).",
+    ),
+) -> None:
+    configure_terminal(verbose or None)
+
+
 # Each stage's `cli` module defines `register(app)`; the order is the order of `--help`.
 STAGE_CLIS = (
-    "lookbench_live.flows.cli",
-    "lookbench_live.scrapers.cli",
-    "lookbench_live.dedup.cli",
-    "lookbench_live.generation.cli",
-    "lookbench_live.annotation.cli",
-    "lookbench_live.warehouse.cli",
-    "lookbench_live.evaluation.cli",
-    "lookbench_live.schema.cli",
-    "lookbench_live.flows.models",
-    "lookbench_live.warehouse.takedown_cli",
+    flows_cli,
+    scrapers_cli,
+    dedup_cli,
+    generation_cli,
+    annotation_cli,
+    warehouse_cli,
+    evaluation_cli,
+    schema_cli,
+    models_cli,
+    takedown_cli,
 )
 
-for _name in STAGE_CLIS:
-    if importlib.util.find_spec(_name) is not None:
-        importlib.import_module(_name).register(app)
+for _module in STAGE_CLIS:
+    _module.register(app)
 
 
 def main() -> None:

@@ -4,7 +4,9 @@ Entry points (import them from their modules; this package imports nothing heavy
 the CLI starts fast):
 - `lookbench_live.evaluation.evaluate.evaluate_release(lake, version, *, model=None,
   embeddings=None, after=None, release_path=None, ...) -> dict`
-- `lookbench_live.evaluation.report.write_report(lake, version, out_path, *,
-  release_path=None, evaluations=(), audit=None, samples=4) -> str`
+- `lookbench_live.evaluation.evaluate.evaluate_release_run(...)` -> EvaluationRun (the same,
+  keeping the top-K the report's grids show)
+- `lookbench_live.evaluation.report.write_report(lake, version, path, *, release_path=None,
+  evaluations=None, audit=None, context=None, samples=4) -> str` (never evaluates)
 - `lookbench_live.evaluation.metrics`: the pure metric functions (`retrieve`, `score`).
 """

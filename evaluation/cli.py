@@ -183,8 +183,14 @@ def report(
     if rewrite and in_release:
         path = lake.path("reports", version, REPORT_NAME)
     if rewrite or not lake.fs.exists(path):
+        from lookbench_live.evaluation.evaluate import run_evaluation
+
+        samples = settings.evaluation.report_samples
+        # The grids show the baseline's retrieval (embeddings from the release's cache); the
+        # scores shown are the `evaluations` table's, nothing new is recorded.
+        runs = [run_evaluation(lake, version)] if samples else []
         with lake.writer_lock():
-            write_report(lake, version, path, samples=settings.evaluation.report_samples)
+            write_report(lake, version, path, evaluations=runs, samples=samples)
     url = lake.url(*path[len(lake.root.rstrip("/")) + 1 :].split("/"))
     typer.echo(url)
     if open_it:

@@ -268,6 +268,39 @@ def evaluation_records(result: dict[str, Any]) -> list[Evaluation]:
     return rows
 
 
+def evaluate_release_run(
+    lake: Lake,
+    version: str,
+    *,
+    model: str | None = None,
+    embeddings: str | None = None,
+    after: dt.date | None = None,
+    release_path: str | None = None,
+    trust_remote_code: bool = False,
+    batch_size: int = 32,
+    chunk_size: int = 65536,
+    device: str = "cpu",
+    write: bool = True,
+) -> EvaluationRun:
+    """`evaluate_release`, returning the whole run (its `result()` is the dict): what the flow passes
+    to `write_report`, whose sample grids show the run's top-K without evaluating again."""
+    run = run_evaluation(
+        lake,
+        version,
+        model=model,
+        embeddings=embeddings,
+        after=after,
+        release_path=release_path,
+        trust_remote_code=trust_remote_code,
+        batch_size=batch_size,
+        chunk_size=chunk_size,
+        device=device,
+    )
+    if write:
+        lake.append(evaluation_records(run.result()))
+    return run
+
+
 def evaluate_release(
     lake: Lake,
     version: str,
@@ -291,7 +324,7 @@ def evaluate_release(
     Returns `{"release", "model", "after", "subsets": {name: {...}}, "overall": {...}}`
     with every metric in percent, and (when `write`) appends `Evaluation` rows.
     """
-    run = run_evaluation(
+    return evaluate_release_run(
         lake,
         version,
         model=model,
@@ -302,11 +335,15 @@ def evaluate_release(
         batch_size=batch_size,
         chunk_size=chunk_size,
         device=device,
-    )
-    result = run.result()
-    if write:
-        lake.append(evaluation_records(result))
-    return result
+        write=write,
+    ).result()
 
 
-__all__ = ["BASELINE_NAME", "EvaluationRun", "evaluate_release", "metric_names", "run_evaluation"]
+__all__ = [
+    "BASELINE_NAME",
+    "EvaluationRun",
+    "evaluate_release",
+    "evaluate_release_run",
+    "metric_names",
+    "run_evaluation",
+]

@@ -1,11 +1,16 @@
 """The release report: one self-contained `report.html` (inline CSS, SVG and JPEG thumbnails).
 
-It opens from disk with no server and loads nothing from the network. Sections:
-counts per subset and category; attribute value distributions and their drift from the
-previous committed release; sources and freshness (`first_seen_at` histogram); dedup
-decisions and rejection reasons (lake totals at report time); judge accuracy per
-attribute group with 95% Wilson intervals; the evaluation table; and image grids of
-sample queries with the baseline's top-5, hits marked.
+It opens from disk with no server and loads nothing from the network. Sections: the run's
+crawl outcomes and gate (when the flow gives them); counts per subset and category; what
+changed since the previous committed release (new and vanished sources, category drift,
+freshness); the evaluation table and the leaderboard across releases; image grids of sample
+queries with a model's top-5, hits marked; attribute value distributions and their drift;
+sources and freshness (`first_seen_at` histogram); dedup decisions and rejection reasons (lake
+totals at report time); judge accuracy per attribute group with 95% Wilson intervals.
+
+This module gathers the data; the markup is in `templates/` (Jinja2, autoescaped). It never
+runs an evaluation: the flow passes the runs it scored (`evaluate_release_run`), and the grids
+show the first of them.
 
 For a committed release the flow writes it into the staging folder before commit
 (`<release>/report.html`, listed in the manifest); afterwards `lookbench-live report`
@@ -16,27 +21,32 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import html
 import io
 import json
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
 from typing import Any
 
+import jinja2
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from PIL import Image
 
-from lookbench_live.evaluation.evaluate import EvaluationRun, run_evaluation
+from lookbench_live.evaluation.baseline import BASELINE_NAME
+from lookbench_live.evaluation.evaluate import EvaluationRun
 from lookbench_live.evaluation.release_data import NOISE, SUBSETS, ReleaseData, iter_images, load_release
 from lookbench_live.warehouse.lake import Lake, atomic_write_bytes
 from lookbench_live.warehouse.release import MANIFEST, committed_versions, release_dir
 
 THUMB = 96  # px, longest side
 GRID_K = 5
+HISTOGRAM_BINS = 24
 REPORT_NAME = "report.html"
+TEMPLATES = Path(__file__).parent / "templates"
 SHOWN_METRICS = (
     "coarse_recall@1",
     "fine_recall@1",
@@ -46,32 +56,22 @@ SHOWN_METRICS = (
     "ndcg@5",
     "mrr",
 )
+LEADERBOARD_METRIC = "fine_recall@1"
+COLUMNS = ["category", "main_attribute", "source", "first_seen_at", "attributes", "taxonomy_version"]
 
-CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d1d1f;max-width:1200px}
-h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
-h3{font-size:15px;margin:16px 0 6px}.muted{color:#666}.skipped{color:#8a5a00;font-weight:600}
-table{border-collapse:collapse;margin:6px 0 12px}th,td{border:1px solid #ddd;padding:3px 8px;text-align:right}
-th:first-child,td:first-child{text-align:left}th{background:#f4f4f6}
-.cols{display:flex;flex-wrap:wrap;gap:18px}.cols>div{flex:1 1 320px}
-.grid{display:grid;grid-template-columns:repeat(6,104px);gap:6px;margin:6px 0 14px;align-items:start}
-.cell{border:3px solid #bbb;border-radius:4px;padding:2px;text-align:center;font-size:11px;background:#fafafa}
-.cell img{display:block;margin:0 auto;max-width:96px;max-height:96px}
-.cell.query{border-color:#2b6cb0}.cell.fine{border-color:#2f855a}.cell.coarse{border-color:#d69e2e}
-.cell.miss{border-color:#c53030}.up{color:#2f855a}.down{color:#c53030}
-.legend span{display:inline-block;padding:0 6px;margin-right:8px;border:3px solid}
-svg text{font-size:10px;fill:#444}
-"""
+Row = list[Any]
 
 
-def _esc(value: Any) -> str:
-    return html.escape("" if value is None else str(value))
-
-
-def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], cls: str = "") -> str:
-    head = "".join(f"<th>{_esc(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+@cache
+def _environment() -> jinja2.Environment:
+    # Autoescaping on for every template: values from the lake (sources, reasons, errors) are text.
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
 
 
 def thumbnail(data: bytes, size: int = THUMB) -> str:
@@ -96,7 +96,19 @@ def wilson(correct: int, total: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-# ---------------------------------------------------------------------- data gathering
+def _share(value: Any) -> str:
+    return "?" if value is None else f"{100 * float(value):.1f}"
+
+
+def _pct(value: Any) -> str:
+    return "–" if value is None else f"{float(value):.2f}"
+
+
+def _day(moment: dt.datetime | None) -> str:
+    return "–" if moment is None else f"{moment:%Y-%m-%d}"
+
+
+# ---------------------------------------------------------------------- reading releases
 def previous_version(lake: Lake, version: str) -> str | None:
     """The committed release with the greatest version below `version` (through manifests)."""
     older = [v for v in committed_versions(lake) if v < version]
@@ -113,16 +125,34 @@ def _release_rows(lake: Lake, data: ReleaseData, columns: Sequence[str]) -> dict
     return out
 
 
-def _attribute_shares(tables: dict[str, pa.Table]) -> dict[str, Counter[str]]:
+def _published(tables: Mapping[str, pa.Table]) -> list[pa.Table]:
+    """Query and gallery tables of the subsets (noise left out)."""
+    return [t for name, t in tables.items() if not name.startswith(f"{NOISE}/")]
+
+
+def _column(table: pa.Table, name: str) -> list[Any]:
+    return table.column(name).to_pylist() if name in table.column_names else [None] * table.num_rows
+
+
+def _attribute_shares(tables: Mapping[str, pa.Table]) -> dict[str, Counter[str]]:
     """Attribute group -> value counts over every non-noise row of a release."""
     shares: dict[str, Counter[str]] = defaultdict(Counter)
-    for name, table in tables.items():
-        if name.startswith(f"{NOISE}/") or "attributes" not in table.column_names:
-            continue
-        for attrs in table.column("attributes").to_pylist():
+    for table in _published(tables):
+        for attrs in _column(table, "attributes"):
             for kv in attrs or []:
                 shares[kv["key"]][kv["value"]] += 1
     return shares
+
+
+def _values(tables: Mapping[str, pa.Table], column: str, missing: str) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for table in _published(tables):
+        counts.update(v or missing for v in _column(table, column))
+    return counts
+
+
+def _moments(tables: Mapping[str, pa.Table]) -> list[dt.datetime]:
+    return [m for table in _published(tables) for m in _column(table, "first_seen_at") if m is not None]
 
 
 def _group_counts(table: pa.Table, columns: Sequence[str]) -> Counter[tuple[Any, ...]]:
@@ -133,159 +163,168 @@ def _group_counts(table: pa.Table, columns: Sequence[str]) -> Counter[tuple[Any,
     return Counter(zip(*values, strict=True))
 
 
+def _drift(current: Counter[str], previous: Counter[str] | None) -> tuple[list[Row], float | None]:
+    """Rows (value, count, share[, Δ points]) by count, and the total variation distance."""
+    total = sum(current.values())
+    prev_total = sum(previous.values()) if previous else 0
+    rows: list[Row] = []
+    tv = 0.0
+    for value in sorted(set(current) | set(previous or {}), key=lambda v: (-current.get(v, 0), v)):
+        share = current.get(value, 0) / total if total else 0.0
+        row: Row = [value, current.get(value, 0), f"{share * 100:.1f}%"]
+        if previous is not None:
+            prev_share = previous.get(value, 0) / prev_total if prev_total else 0.0
+            tv += abs(share - prev_share) / 2
+            row.append(f"{(share - prev_share) * 100:+.1f}")
+        rows.append(row)
+    return rows, (tv if previous is not None else None)
+
+
+def _histogram(moments: Sequence[dt.datetime], bins: int = HISTOGRAM_BINS) -> dict[str, Any] | None:
+    """Counts of `first_seen_at` in equal bins between its extremes (what the SVG macro draws)."""
+    if not moments:
+        return None
+    lo, hi = min(moments), max(moments)
+    span = max((hi - lo).total_seconds(), 1.0)
+    counts = [0] * bins
+    for m in moments:
+        counts[min(bins - 1, int((m - lo).total_seconds() / span * bins))] += 1
+    return {"counts": counts, "top": max(counts), "lo": _day(lo), "hi": _day(hi)}
+
+
+def _freshness(moments: Sequence[dt.datetime]) -> dict[str, Any]:
+    ordered = sorted(moments)
+    return {
+        "rows": len(ordered),
+        "earliest": _day(ordered[0] if ordered else None),
+        "median": _day(ordered[len(ordered) // 2] if ordered else None),
+        "latest": _day(ordered[-1] if ordered else None),
+    }
+
+
 # ---------------------------------------------------------------------- sections
-def _counts_section(tables: dict[str, pa.Table]) -> str:
-    rows = []
+def _counts(tables: Mapping[str, pa.Table]) -> dict[str, Any]:
+    rows: list[Row] = []
     for subset in (*SUBSETS, NOISE):
         q = tables.get(f"{subset}/query")
         g = tables.get(f"{subset}/gallery")
         rows.append([subset, q.num_rows if q is not None else "–", g.num_rows if g is not None else "–"])
     per_cat: dict[str, Counter[str]] = defaultdict(Counter)
     for name, table in tables.items():
-        for cat in table.column("category").to_pylist():
+        for cat in _column(table, "category"):
             per_cat[cat or "(none)"][name] += 1
     names = [n for n in (f"{s}/{p}" for s in (*SUBSETS, NOISE) for p in ("query", "gallery")) if n in tables]
     cat_rows = [
         [cat, *[per_cat[cat].get(n, 0) for n in names], sum(per_cat[cat].values())] for cat in sorted(per_cat)
     ]
-    return (
-        '<section id="counts"><h2>Counts</h2><div class="cols"><div><h3>Per subset</h3>'
-        + _table(["subset", "queries", "gallery"], rows)
-        + "</div><div><h3>Per category</h3>"
-        + _table(["category", *names, "total"], cat_rows)
-        + "</div></div></section>"
-    )
+    return {"subsets": rows, "category_headers": ["category", *names, "total"], "categories": cat_rows}
 
 
-def _attributes_section(
-    current: dict[str, Counter[str]], previous: dict[str, Counter[str]] | None, prev_name: str | None
-) -> str:
-    parts = ['<section id="attributes"><h2>Attribute values</h2>']
+def _changes(
+    tables: Mapping[str, pa.Table], previous: Mapping[str, pa.Table] | None, prev_name: str | None
+) -> dict[str, Any]:
+    """What changed since the previous committed release (issue 11 §5): sources, drift, freshness."""
     if previous is None:
-        parts.append('<p class="muted">No earlier committed release: no drift to show.</p>')
-    else:
-        parts.append(
-            f'<p class="muted">Drift against {_esc(prev_name)}: change of each value\'s share in points; '
-            "TV = total variation distance of the group's distribution.</p>"
-        )
-    parts.append('<div class="cols">')
-    for group in sorted(current):
-        counts = current[group]
-        total = sum(counts.values())
-        prev = previous.get(group, Counter()) if previous is not None else None
-        prev_total = sum(prev.values()) if prev else 0
-        rows = []
-        tv = 0.0
-        for value in sorted(set(counts) | set(prev or {}), key=lambda v: (-counts.get(v, 0), v)):
-            share = counts.get(value, 0) / total if total else 0.0
-            row: list[Any] = [value, counts.get(value, 0), f"{share * 100:.1f}%"]
-            if prev is not None:
-                prev_share = prev.get(value, 0) / prev_total if prev_total else 0.0
-                delta = (share - prev_share) * 100
-                tv += abs(share - prev_share) / 2
-                row.append(f"{delta:+.1f}")
-            rows.append(row)
-        headers = ["value", "rows", "share"] + (["Δ points"] if prev is not None else [])
-        title = f"{_esc(group)}" + (f' <span class="muted">TV {tv:.3f}</span>' if prev is not None else "")
-        parts.append(f"<div><h3>{title}</h3>{_table(headers, rows[:15])}</div>")
-    if not current:
-        parts.append('<p class="muted">No attribute values in this release.</p>')
-    parts.append("</div></section>")
-    return "".join(parts)
-
-
-def _svg_histogram(moments: list[dt.datetime], bins: int = 24) -> str:
-    if not moments:
-        return '<p class="muted">No first_seen_at values.</p>'
-    lo, hi = min(moments), max(moments)
-    span = max((hi - lo).total_seconds(), 1.0)
-    counts = [0] * bins
-    for m in moments:
-        counts[min(bins - 1, int((m - lo).total_seconds() / span * bins))] += 1
-    width, height, bar = 600, 140, 600 / bins
-    top = max(counts)
-    rects = []
-    for i, c in enumerate(counts):
-        h = 0 if top == 0 else (height - 30) * c / top
-        rects.append(
-            f'<rect x="{i * bar + 1:.1f}" y="{height - 20 - h:.1f}" width="{bar - 2:.1f}" height="{h:.1f}" fill="#4a7bd0">'
-            f"<title>{c}</title></rect>"
-        )
-    labels = (
-        f'<text x="0" y="{height - 5}">{lo:%Y-%m-%d}</text>'
-        f'<text x="{width}" y="{height - 5}" text-anchor="end">{hi:%Y-%m-%d}</text>'
-        f'<text x="0" y="10">max {top} rows per bin</text>'
+        return {"previous": None}
+    sources, prev_sources = _values(tables, "source", "(unknown)"), _values(previous, "source", "(unknown)")
+    categories, category_tv = _drift(
+        _values(tables, "category", "(none)"), _values(previous, "category", "(none)")
     )
-    return f'<svg role="img" aria-label="first_seen_at histogram" width="{width}" height="{height}" viewBox="0 0 {width} {height}">{"".join(rects)}{labels}</svg>'
+    current_attrs, prev_attrs = _attribute_shares(tables), _attribute_shares(previous)
+    attribute_drift = sorted(
+        (
+            (group, _drift(current_attrs.get(group, Counter()), prev_attrs.get(group, Counter()))[1] or 0.0)
+            for group in set(current_attrs) | set(prev_attrs)
+        ),
+        key=lambda item: (-item[1], item[0]),
+    )
+    moments, prev_moments = _moments(tables), _moments(previous)
+    prev_latest = max(prev_moments) if prev_moments else None
+    newer = sum(1 for m in moments if prev_latest is None or m > prev_latest)
+    return {
+        "previous": prev_name,
+        "new_sources": [[s, n] for s, n in sources.most_common() if s not in prev_sources],
+        "gone_sources": [[s, n] for s, n in prev_sources.most_common() if s not in sources],
+        "kept_sources": sum(1 for s in sources if s in prev_sources),
+        "categories": categories,
+        "category_tv": f"{category_tv or 0.0:.3f}",
+        "attribute_drift": [[g, f"{tv:.3f}"] for g, tv in attribute_drift],
+        "freshness": [
+            [prev_name, *_freshness(prev_moments).values()],
+            ["this release", *_freshness(moments).values()],
+        ],
+        "newer_rows": newer,
+        "newer_share": f"{100 * newer / len(moments):.1f}%" if moments else "–",
+        "previous_latest": _day(prev_latest),
+        "histogram": _histogram(moments),
+        "previous_histogram": _histogram(prev_moments),
+    }
 
 
-def _sources_section(tables: dict[str, pa.Table], now: dt.datetime) -> str:
+def _attributes(
+    current: dict[str, Counter[str]], previous: dict[str, Counter[str]] | None
+) -> list[dict[str, Any]]:
+    groups = []
+    for group in sorted(current):
+        prev = previous.get(group, Counter()) if previous is not None else None
+        rows, tv = _drift(current[group], prev)
+        groups.append(
+            {
+                "name": group,
+                "tv": None if tv is None else f"{tv:.3f}",
+                "headers": ["value", "rows", "share"] + (["Δ points"] if prev is not None else []),
+                "rows": rows[:15],
+            }
+        )
+    return groups
+
+
+def _sources(tables: Mapping[str, pa.Table], now: dt.datetime) -> dict[str, Any]:
     per_source: Counter[str] = Counter()
-    moments: list[dt.datetime] = []
     newest: dict[str, dt.datetime] = {}
-    for name, table in tables.items():
-        if name.startswith(f"{NOISE}/"):
-            continue
-        sources = (
-            table.column("source").to_pylist() if "source" in table.column_names else [None] * table.num_rows
-        )
-        seen = (
-            table.column("first_seen_at").to_pylist()
-            if "first_seen_at" in table.column_names
-            else [None] * table.num_rows
-        )
-        for source, moment in zip(sources, seen, strict=True):
-            per_source[source or "(unknown)"] += 1
+    for table in _published(tables):
+        for source, moment in zip(_column(table, "source"), _column(table, "first_seen_at"), strict=True):
+            key = source or "(unknown)"
+            per_source[key] += 1
             if moment is not None:
-                moments.append(moment)
-                key = source or "(unknown)"
                 newest[key] = max(newest.get(key, moment), moment)
     rows = [
-        [
-            s,
-            n,
-            f"{newest[s]:%Y-%m-%d}" if s in newest else "–",
-            f"{(now - newest[s]).days} d" if s in newest else "–",
-        ]
+        [s, n, _day(newest.get(s)), f"{(now - newest[s]).days} d" if s in newest else "–"]
         for s, n in per_source.most_common()
     ]
-    return (
-        '<section id="sources"><h2>Sources and freshness</h2><div class="cols"><div>'
-        + _table(["source", "rows (queries + galleries)", "newest first_seen_at", "age"], rows)
-        + "</div><div><h3>first_seen_at</h3>"
-        + _svg_histogram(moments)
-        + "</div></div></section>"
-    )
+    return {"rows": rows, "histogram": _histogram(_moments(tables))}
 
 
-def _lake_reasons_section(lake: Lake) -> str:
+def _lake_reasons(lake: Lake) -> list[dict[str, Any]]:
     blocks = []
     dedup = _group_counts(
         lake.read("dedup_decisions", columns=["decision", "reason"]), ["decision", "reason"]
     )
     blocks.append(
-        (
-            "Dedup decisions",
-            ["decision", "reason", "images"],
-            [[d, r or "–", n] for (d, r), n in dedup.most_common()],
-        )
+        {
+            "title": "Dedup decisions",
+            "headers": ["decision", "reason", "images"],
+            "rows": [[d, r or "–", n] for (d, r), n in dedup.most_common()],
+        }
     )
     images = lake.read("images", columns=["status", "rejection_reason"])
     rejected = images.filter(pc.equal(images.column("status"), "rejected")) if images.num_rows else images
     blocks.append(
-        (
-            "Images rejected at ingestion",
-            ["reason", "images"],
-            [[r or "–", n] for (r,), n in _group_counts(rejected, ["rejection_reason"]).most_common()],
-        )
+        {
+            "title": "Images rejected at ingestion",
+            "headers": ["reason", "images"],
+            "rows": [
+                [r or "–", n] for (r,), n in _group_counts(rejected, ["rejection_reason"]).most_common()
+            ],
+        }
     )
     rejections = _group_counts(lake.read("rejections", columns=["stage", "reason"]), ["stage", "reason"])
     blocks.append(
-        (
-            "Other rejections",
-            ["stage", "reason", "rows"],
-            [[s, r, n] for (s, r), n in rejections.most_common()],
-        )
+        {
+            "title": "Other rejections",
+            "headers": ["stage", "reason", "rows"],
+            "rows": [[s, r, n] for (s, r), n in rejections.most_common()],
+        }
     )
     annotations = lake.read("annotations", columns=["status", "error"])
     failed = (
@@ -296,15 +335,14 @@ def _lake_reasons_section(lake: Lake) -> str:
     reasons: Counter[str] = Counter(
         ((e or "–").split(":")[0][:60]) for e in failed.column("error").to_pylist()
     )
-    blocks.append(("Failed annotations", ["error", "rows"], [[r, n] for r, n in reasons.most_common()]))
-    parts = [
-        '<section id="rejections"><h2>Dedup and rejections</h2><p class="muted">Totals in the lake when the report was written.</p><div class="cols">'
-    ]
-    for title, headers, rows in blocks:
-        body = _table(headers, rows) if rows else '<p class="muted">none</p>'
-        parts.append(f"<div><h3>{_esc(title)}</h3>{body}</div>")
-    parts.append("</div></section>")
-    return "".join(parts)
+    blocks.append(
+        {
+            "title": "Failed annotations",
+            "headers": ["error", "rows"],
+            "rows": [[r, n] for r, n in reasons.most_common()],
+        }
+    )
+    return blocks
 
 
 def _audit_rows_from_table(
@@ -324,12 +362,10 @@ def _audit_rows_from_table(
     return {g: (c, t) for g, (c, t) in per_group.items()}, ", ".join(sorted(judges)) or None
 
 
-def _audit_section(lake: Lake, audit: dict[str, Any] | None, taxonomy_versions: set[str]) -> str:
+def _audit(lake: Lake, audit: dict[str, Any] | None, taxonomy_versions: set[str]) -> dict[str, Any]:
     """Per-group accuracy from the flow's audit summary (`annotation.judge` shape), else the `audits` table."""
-    head = '<section id="audit"><h2>Judge accuracy per attribute group</h2>'
     if audit is not None and str(audit.get("status", "")).lower() == "skipped":
-        reason = audit.get("reason") or audit.get("detail") or "no judge configured"
-        return head + f'<p class="skipped">Audit skipped: {_esc(reason)}.</p></section>'
+        return {"skipped": audit.get("reason") or audit.get("detail") or "no judge configured"}
     confidence = float((audit or {}).get("confidence") or 0.95)
     judge = (audit or {}).get("judge_model") or (audit or {}).get("model")
     entries: dict[str, dict[str, Any]] = {}
@@ -342,10 +378,8 @@ def _audit_section(lake: Lake, audit: dict[str, Any] | None, taxonomy_versions: 
         confidence = 0.95
     if not entries:
         status = (audit or {}).get("status")
-        why = f" (audit status: {_esc(status)})" if status else ""
-        return (
-            head + f'<p class="skipped">Audit skipped: no judge verdicts for this release{why}.</p></section>'
-        )
+        why = f" (audit status: {status})" if status else ""
+        return {"skipped": f"no judge verdicts for this release{why}"}
     overall = (audit or {}).get("overall")
     if isinstance(overall, dict):
         entries = {**entries, "(all groups)": overall}
@@ -361,16 +395,29 @@ def _audit_section(lake: Lake, audit: dict[str, Any] | None, taxonomy_versions: 
         rows.append(
             [name, "–" if total is None else total, f"{_share(acc)}%", f"{_share(low)}–{_share(high)}%"]
         )
-    label = f"{round(confidence * 100)}% interval"
-    summary = (
-        f'<p class="muted">Judge: {_esc(judge or "unknown")}; Wilson score intervals; '
-        '"cannot tell" verdicts left out.</p>'
-    )
-    return head + summary + _table(["group", "judged", "accuracy", label], rows) + "</section>"
+    return {
+        "skipped": None,
+        "judge": judge or "unknown",
+        "headers": ["group", "judged", "accuracy", f"{round(confidence * 100)}% interval"],
+        "rows": rows,
+    }
 
 
-def _evaluation_section(version: str, results: Sequence[dict[str, Any]], stored: pa.Table) -> str:
-    rows = []
+def _runs(
+    evaluations: Sequence[EvaluationRun | Mapping[str, Any]], context: Mapping[str, Any]
+) -> list[EvaluationRun]:
+    """The runs whose top-K the grids may show: `context["baseline_run"]`, then those in `evaluations`."""
+    given = context.get("baseline_run")
+    runs = [given] if isinstance(given, EvaluationRun) else []
+    return runs + [e for e in evaluations if isinstance(e, EvaluationRun) and e is not given]
+
+
+def _results(evaluations: Sequence[EvaluationRun | Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [e.result() if isinstance(e, EvaluationRun) else e for e in evaluations]
+
+
+def _evaluation(version: str, results: Sequence[Mapping[str, Any]], stored: pa.Table) -> list[Row]:
+    rows: list[Row] = []
     seen = set()
     for result in results:
         for subset, entry in [("overall", result["overall"]), *result["subsets"].items()]:
@@ -399,34 +446,37 @@ def _evaluation_section(version: str, results: Sequence[dict[str, Any]], stored:
             ]
         )
     rows.sort(key=lambda r: (r[0], r[2], r[1] != "overall", r[1]))
-    body = (
-        _table(["model", "subset", "after", "queries", *SHOWN_METRICS], rows)
-        if rows
-        else '<p class="muted">No evaluation yet.</p>'
-    )
-    note = (
-        '<p class="muted">Percent. Corpus = subset gallery ∪ noise; fine = same category and main attribute; '
-        "strict = every attribute; nDCG gain = share of the query's visible attribute values; MRR over fine hits, cut at 20.</p>"
-    )
-    return f'<section id="evaluation"><h2>Evaluation</h2>{note}{body}</section>'
+    return rows
 
 
-def _share(value: Any) -> str:
-    return "?" if value is None else f"{100 * float(value):.1f}"
+def _leaderboard(
+    lake: Lake, version: str, results: Sequence[Mapping[str, Any]], stored: pa.Table
+) -> dict[str, Any]:
+    """Models × releases: overall `LEADERBOARD_METRIC` (all queries, no `--after`) of each committed
+    release up to this one, from the `evaluations` table, this release's runs taking precedence."""
+    releases = [v for v in committed_versions(lake) if v < version] + [version]
+    scores: dict[str, dict[str, str]] = defaultdict(dict)
+    for row in stored.to_pylist():
+        if row["subset"] != "overall" or row["after"] or row["release"] not in releases:
+            continue
+        metrics = {kv["key"]: kv["value"] for kv in row["metrics"] or []}
+        if LEADERBOARD_METRIC in metrics:
+            scores[row["model"]][row["release"]] = _pct(metrics[LEADERBOARD_METRIC])
+    for result in results:
+        if not result.get("after"):
+            scores[result["model"]][version] = _pct(result["overall"].get(LEADERBOARD_METRIC))
+    shown = [r for r in releases if any(r in by_release for by_release in scores.values())]
+    rows = [[model, *[scores[model].get(r, "–") for r in shown]] for model in sorted(scores)]
+    return {"metric": LEADERBOARD_METRIC, "headers": ["model", *shown], "rows": rows}
 
 
-def _pct(value: Any) -> str:
-    return "–" if value is None else f"{float(value):.2f}"
-
-
-def _grids_section(lake: Lake, data: ReleaseData, run: EvaluationRun | None, samples: int) -> str:
-    head = (
-        '<section id="grids"><h2>Sample queries and the baseline\'s top 5</h2>'
-        '<p class="legend"><span style="border-color:#2b6cb0">query</span><span style="border-color:#2f855a">fine hit</span>'
-        '<span style="border-color:#d69e2e">category only</span><span style="border-color:#c53030">miss</span></p>'
-    )
-    if run is None:
-        return head + '<p class="muted">No retrieval to show.</p></section>'
+def _grids(
+    lake: Lake, data: ReleaseData, runs: Sequence[EvaluationRun], samples: int
+) -> dict[str, Any] | None:
+    """Sample queries of each subset with the run's top-K; the baseline's run when there is one."""
+    if not runs or samples <= 0:
+        return None
+    run = next((r for r in runs if r.model == BASELINE_NAME and r.after is None), runs[0])
     picks: list[tuple[str, int]] = []
     for name, sub in run.subsets.items():
         n = len(sub.query_sha)
@@ -439,33 +489,56 @@ def _grids_section(lake: Lake, data: ReleaseData, run: EvaluationRun | None, sam
         wanted.add(sub.query_sha[i])
         wanted.update(sub.corpus_sha[j] for j in sub.retrieval.indices[i, :GRID_K])
     thumbs = {sha: thumbnail(img) for sha, img in iter_images(lake, data, wanted)}
-    parts = [head]
-    current = None
+    subsets: dict[str, list[list[dict[str, Any]]]] = {}
     for name, i in picks:
         sub = run.subsets[name]
-        if name != current:
-            parts.append(f"<h3>{_esc(name)}</h3>")
-            current = name
-        q_cat = sub.query_rows.column("category")[i].as_py()
-        q_main = sub.query_rows.column("main_attribute")[i].as_py()
         cells = [
-            f'<div class="cell query"><img alt="query" src="{thumbs.get(sub.query_sha[i], "")}">'
-            f"{_esc(q_cat)}<br>{_esc(q_main)}</div>"
+            {
+                "cls": "query",
+                "alt": "query",
+                "src": thumbs.get(sub.query_sha[i], ""),
+                "label": "",
+                "category": sub.query_rows.column("category")[i].as_py(),
+                "main": sub.query_rows.column("main_attribute")[i].as_py(),
+                "title": None,
+            }
         ]
         for rank, j in enumerate(sub.retrieval.indices[i, :GRID_K], start=1):
             fine = sub.corpus_labels.fine[j] == sub.query_labels.fine[i]
             coarse = sub.corpus_labels.category[j] == sub.query_labels.category[i]
             cls, mark = ("fine", "✓") if fine else ("coarse", "~") if coarse else ("miss", "✗")
-            c_cat = sub.corpus_rows.column("category")[int(j)].as_py()
-            c_main = sub.corpus_rows.column("main_attribute")[int(j)].as_py()
-            score = float(sub.retrieval.scores[i, rank - 1])
             cells.append(
-                f'<div class="cell {cls}" title="cosine {score:.3f}"><img alt="rank {rank}" src="{thumbs.get(sub.corpus_sha[j], "")}">'
-                f"{rank}. {mark} {_esc(c_cat)}<br>{_esc(c_main)}</div>"
+                {
+                    "cls": cls,
+                    "alt": f"rank {rank}",
+                    "src": thumbs.get(sub.corpus_sha[j], ""),
+                    "label": f"{rank}. {mark} ",
+                    "category": sub.corpus_rows.column("category")[int(j)].as_py(),
+                    "main": sub.corpus_rows.column("main_attribute")[int(j)].as_py(),
+                    "title": f"cosine {float(sub.retrieval.scores[i, rank - 1]):.3f}",
+                }
             )
-        parts.append(f'<div class="grid">{"".join(cells)}</div>')
-    parts.append("</section>")
-    return "".join(parts)
+        subsets.setdefault(name, []).append(cells)
+    return {"model": run.model, "subsets": subsets}
+
+
+def _run_outcomes(context: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The crawl's per-site outcomes and the audit gate, when the flow passes them."""
+    sites = [
+        [str(s.get("site", "?")), str(s.get("status", "?")), str(s.get("reason") or "")]
+        for s in context.get("sites") or []
+    ]
+    gate = context.get("gate")
+    if not sites and not gate:
+        return None
+    return {
+        "sites": sites,
+        "failed": [s[0] for s in sites if s[1] == "failed"],
+        "over_budget": [s[0] for s in sites if s[1] == "over_budget"],
+        "gate": None
+        if not gate
+        else {"passed": bool(gate.get("passed")), "reason": str(gate.get("reason") or "")},
+    }
 
 
 # ---------------------------------------------------------------------- entry points
@@ -485,29 +558,21 @@ def render_report(
     version: str,
     *,
     release_path: str | None = None,
-    evaluations: Sequence[dict[str, Any]] = (),
+    evaluations: Sequence[EvaluationRun | Mapping[str, Any]] | None = None,
     audit: dict[str, Any] | None = None,
+    context: Mapping[str, Any] | None = None,
     samples: int = 4,
     now: dt.datetime | None = None,
 ) -> str:
-    """The report's HTML text (see module docstring)."""
+    """The report's HTML text (see `write_report`)."""
     now = now or dt.datetime.now(dt.UTC)
+    context = context or {}
+    evaluations = list(evaluations or ())
     data = load_release(lake, version, release_path)
-    columns = ["category", "main_attribute", "source", "first_seen_at", "attributes", "taxonomy_version"]
-    tables = _release_rows(lake, data, columns)
-    prev_name = previous_version(lake, data.version)
-    previous = (
-        _attribute_shares(_release_rows(lake, load_release(lake, prev_name), columns)) if prev_name else None
-    )
-    taxonomy_versions = {
-        v
-        for t in tables.values()
-        if "taxonomy_version" in t.column_names
-        for v in t.column("taxonomy_version").to_pylist()
-        if v
-    }
-    # The baseline's retrieval for the grids; embeddings come from the (release, baseline) cache.
-    run = run_evaluation(lake, data.version, release_path=release_path) if samples else None
+    tables = _release_rows(lake, data, COLUMNS)
+    prev_name = context.get("previous_version") or previous_version(lake, data.version)
+    previous = _release_rows(lake, load_release(lake, prev_name), COLUMNS) if prev_name else None
+    taxonomy_versions = {v for t in tables.values() for v in _column(t, "taxonomy_version") if v}
     manifest = data.manifest
     facts = [
         ("release", data.version),
@@ -517,51 +582,64 @@ def render_report(
         ("window", json.dumps(manifest.get("window")) if manifest.get("window") else None),
         ("previous release", prev_name or "none"),
     ]
-    facts_html = " · ".join(f"<b>{_esc(k)}</b> {_esc(v)}" for k, v in facts if v)
-    body = "".join(
-        [
-            f"<h1>LookBench live release {_esc(data.version)}</h1><p>{facts_html}</p>",
-            '<nav class="muted"><a href="#counts">counts</a> · <a href="#attributes">attributes</a> · '
-            '<a href="#sources">sources</a> · <a href="#rejections">rejections</a> · <a href="#audit">audit</a> · '
-            '<a href="#evaluation">evaluation</a> · <a href="#grids">retrievals</a></nav>',
-            _counts_section(tables),
-            _evaluation_section(data.version, evaluations, lake.read("evaluations")),
-            _grids_section(lake, data, run, samples),
-            _attributes_section(_attribute_shares(tables), previous, prev_name),
-            _sources_section(tables, now),
-            _lake_reasons_section(lake),
-            _audit_section(lake, audit, taxonomy_versions),
-        ]
-    )
-    return (
-        "<!doctype html><html lang=en><head><meta charset=utf-8>"
-        f"<meta name=viewport content='width=device-width'><title>LookBench live {_esc(data.version)}</title>"
-        f"<style>{CSS}</style></head><body>{body}</body></html>"
-    )
+    results = _results(evaluations)
+    stored = lake.read("evaluations")
+    page = {
+        "version": data.version,
+        "facts": [(k, v) for k, v in facts if v],
+        "run": _run_outcomes(context),
+        "counts": _counts(tables),
+        "changes": _changes(tables, previous, prev_name),
+        "evaluation": {"metrics": SHOWN_METRICS, "rows": _evaluation(data.version, results, stored)},
+        "leaderboard": _leaderboard(lake, data.version, results, stored),
+        "grids": _grids(lake, data, _runs(evaluations, context), samples),
+        "previous": prev_name,
+        "attributes": _attributes(
+            _attribute_shares(tables), _attribute_shares(previous) if previous is not None else None
+        ),
+        "sources": _sources(tables, now),
+        "rejections": _lake_reasons(lake),
+        "audit": _audit(lake, audit, taxonomy_versions),
+    }
+    return _environment().get_template("report.html.j2").render(page=page)
 
 
 def write_report(
     lake: Lake,
     version: str,
-    out_path: str,
+    path: str,
     *,
     release_path: str | None = None,
-    evaluations: Sequence[dict[str, Any]] = (),
+    evaluations: Sequence[EvaluationRun | Mapping[str, Any]] | None = None,
     audit: dict[str, Any] | None = None,
+    context: Mapping[str, Any] | None = None,
     samples: int = 4,
 ) -> str:
-    """Write the report to `out_path` (a path on `lake.fs`, atomically) and return that path.
+    """Write the report to `path` (a path on `lake.fs`, atomically) and return that path.
 
     `release_path`: a staging folder before commit (then `version` must be its vYYYYMMDD).
-    `evaluations`: results of `evaluate_release` to show (the `evaluations` table's rows
-    for this release are shown too). `audit`: the judge's summary, or `{"status": "skipped",
-    "reason": …}`; None reads the `audits` table.
+    `evaluations`: what the caller scored, as `EvaluationRun`s (`evaluate_release_run`; the
+    grids show the baseline's, else the first) or result dicts (`evaluate_release`); the
+    `evaluations` table's rows of this release are shown too. Nothing is evaluated here.
+    `audit`: the judge's summary, or `{"status": "skipped", "reason": …}`; None reads the
+    `audits` table. `context`: what the run knows and the lake does not: `sites` (crawl
+    outcomes, dicts with site/status/reason; status ok, failed or over_budget), `gate`
+    ({passed, reason}), `previous_version` (the release to compare with; default: the greatest
+    committed version below this one) and `baseline_run` (an `EvaluationRun` for the grids, when
+    `evaluations` holds result dicts).
+    `samples`: sample queries per subset in the grids (0: none).
     """
     text = render_report(
-        lake, version, release_path=release_path, evaluations=evaluations, audit=audit, samples=samples
+        lake,
+        version,
+        release_path=release_path,
+        evaluations=evaluations,
+        audit=audit,
+        context=context,
+        samples=samples,
     )
-    parent = out_path.rsplit("/", 1)[0]
-    if parent and parent != out_path:
+    parent = path.rsplit("/", 1)[0]
+    if parent and parent != path:
         lake.fs.makedirs(parent, exist_ok=True)
-    atomic_write_bytes(lake.fs, out_path, text.encode("utf-8"))
-    return out_path
+    atomic_write_bytes(lake.fs, path, text.encode("utf-8"))
+    return path

@@ -32,8 +32,24 @@ def rejection_counts(lake: Lake) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+def stage_lines(summary: dict[str, Any]) -> list[str]:
+    """The `Stages` table: seconds and counts per stage, from `summary["timings"]` (seconds, as
+    `flows.progress.StageProgress.timings`) and `summary["stage_counts"]` ({stage: {name: n}})."""
+    timings: dict[str, float] = summary.get("timings") or {}
+    counts: dict[str, dict[str, int]] = summary.get("stage_counts") or {}
+    if not timings:
+        return []
+    lines = ["## Stages", "", "| stage | seconds | counts |", "|---|---|---|"]
+    for stage, seconds in timings.items():
+        shown = ", ".join(f"{k} {v}" for k, v in (counts.get(stage) or {}).items()) or "–"
+        lines.append(f"| {stage} | {seconds:.1f} | {shown} |")
+    lines.append(f"| total | {sum(timings.values()):.1f} | |")
+    return [*lines, ""]
+
+
 def markdown_summary(lake: Lake, summary: dict[str, Any]) -> str:
     lines = [f"# lookbench-live run `{summary['run_key']}`", ""]
+    lines += stage_lines(summary)
     lines += ["## Lake", "", "| table | rows |", "|---|---|"]
     for table in ("products", "looks", "images", "generations", "dedup_decisions", "annotations", "audits"):
         lines.append(f"| {table} | {lake.read(table, columns=['created_at']).num_rows} |")

@@ -1,4 +1,4 @@
-"""Our robots.txt policy, failing closed where Scrapy fails open (reliability.md C1–C8).
+"""Our robots.txt policy, failing closed where Scrapy fails open (docs/reliability.md C1–C8).
 
 `robots_policy(status, body, ...)` is the pure decision; `RobotsGateMiddleware` (in
 `middlewares.py`) fetches robots.txt and applies it to every request of the crawl.

@@ -26,7 +26,7 @@ CHROMIUM_ARGS = [
 BASE_SETTINGS: dict[str, Any] = {
     "BOT_NAME": BOT_NAME,
     "SPIDER_MODULES": ["lookbench_live.scrapers.spiders"],
-    # Our own robots gate replaces Scrapy's, which fails open (reliability.md §1).
+    # Our own robots gate replaces Scrapy's, which fails open (docs/reliability.md C1–C3).
     "ROBOTSTXT_OBEY": False,
     "COOKIES_ENABLED": False,
     # No listening sockets in a crawler process (telnet console, remote-control HTTP server).

@@ -1,10 +1,17 @@
-"""Shared test settings: everything offline, the CLI found beside this interpreter."""
+"""Shared test settings and fixtures: everything offline, the CLI found beside this interpreter.
+
+Fixtures every module shares live here (helpers they build on: `*_fixtures.py` beside it):
+`lake` (an empty lake in the test's folder; a module fills it with `pytest.mark.lake(fill)`),
+`taxonomy` (the default taxonomy) and `tiny_vit` (a tiny random ViT folder, built once).
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,3 +31,32 @@ CLI = str(Path(sys.executable).parent / "lookbench-live")
 def cli() -> str:
     """Path of the installed `lookbench-live` command of this environment."""
     return CLI
+
+
+@pytest.fixture
+def lake(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """An empty lake at `<tmp_path>/lake`; `@pytest.mark.lake(fill=f)` (on a test or a module) fills
+    it with `f(lake)` first. (A keyword: a mark called with one callable would decorate it.)"""
+    from lookbench_live.warehouse.lake import Lake
+
+    made = Lake(tmp_path / "lake")
+    marker = request.node.get_closest_marker("lake")
+    if marker is not None:
+        fill: Callable[[Lake], Any] = marker.kwargs["fill"]
+        fill(made)
+    return made
+
+
+@pytest.fixture(scope="session")
+def taxonomy() -> Any:
+    from lookbench_live.schema.taxonomy import default_taxonomy
+
+    return default_taxonomy()
+
+
+@pytest.fixture(scope="session")
+def tiny_vit(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Folder of a tiny random ViT (model and image processor), as `from_pretrained` reads it."""
+    from model_fixtures import tiny_vit as build
+
+    return build(tmp_path_factory.mktemp("tiny-vit"))

@@ -1,4 +1,4 @@
-"""Image bytes for the ingestion tests: good images and the bad inputs of reliability.md I1–I10."""
+"""Image bytes for the ingestion tests: good images and the bad inputs of docs/reliability.md I1–I10."""
 
 from __future__ import annotations
 

@@ -55,24 +55,6 @@ def test_dedup_command_prints_a_summary(tmp_path: Path) -> None:
     assert (summary["pending"], summary["kept"], summary["written"]) == (1, 1, 1)
 
 
-@pytest.fixture(scope="module")
-def tiny_vit(tmp_path_factory: pytest.TempPathFactory) -> str:
-    from transformers import ViTConfig, ViTImageProcessor, ViTModel
-
-    folder = tmp_path_factory.mktemp("tiny-vit")
-    config = ViTConfig(
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        image_size=32,
-        patch_size=8,
-    )
-    ViTModel(config).save_pretrained(folder)
-    ViTImageProcessor(size={"height": 32, "width": 32}).save_pretrained(folder)
-    return str(folder)
-
-
 def test_embedding_stage_drops_what_hashes_keep(tmp_path: Path, tiny_vit: str) -> None:
     def lake_with_two_garments(name: str) -> tuple[Lake, str, str]:
         lake = Lake(tmp_path / name)

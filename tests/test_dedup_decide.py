@@ -78,11 +78,6 @@ def decisions(lake: Lake) -> dict[str, dict]:
     return {row["sha256"]: row for row in lake.read("dedup_decisions").to_pylist()}
 
 
-@pytest.fixture()
-def lake(tmp_path: Path) -> Lake:
-    return Lake(tmp_path / "lake")
-
-
 def test_copies_dropped_distinct_garments_kept_and_rerun_is_a_no_op(lake: Lake) -> None:
     original = add(lake, jpeg(photo(0)), "shop:a", hours=0)
     copies = {

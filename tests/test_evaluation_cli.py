@@ -9,22 +9,18 @@ import pytest
 from evaluation_fixtures import make_release, sample_rows
 
 from lookbench_live.evaluation.evaluate import metric_names
-from lookbench_live.warehouse.lake import Lake
 
 V = "v20261101"
 # Each command starts a Python with torch: a few seconds apiece on 2 busy cores.
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    # The shared `lake` fixture holds release V of the sample rows.
+    pytest.mark.lake(fill=lambda lake: make_release(lake, V, sample_rows(shift=3))),
+]
 
 
 def run(cli: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([cli, *args], capture_output=True, text=True, timeout=180)
-
-
-@pytest.fixture()
-def lake(tmp_path) -> Lake:
-    lake = Lake(tmp_path / "lake")
-    make_release(lake, V, sample_rows(shift=3))
-    return lake
 
 
 def test_evaluate_json_then_leaderboard(cli, lake):

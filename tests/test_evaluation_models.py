@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pytest
 from evaluation_fixtures import make_release, sample_rows
+from model_fixtures import tiny_clip, tiny_dinov2, tiny_vit
 
 from lookbench_live.evaluation.embedders import EmbedderError, TransformersEmbedder, load_embedder
 from lookbench_live.evaluation.evaluate import evaluate_release
@@ -15,46 +16,6 @@ from lookbench_live.warehouse.lake import Lake
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 V = "v20261101"
-SMALL = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
-
-
-def _save(model, processor, path) -> str:
-    model.save_pretrained(path)
-    processor.save_pretrained(path)
-    return str(path)
-
-
-def tiny_clip(path) -> str:
-    import torch
-    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel
-
-    torch.manual_seed(0)
-    config = CLIPConfig(
-        text_config={**SMALL, "vocab_size": 64, "max_position_embeddings": 16},
-        vision_config={**SMALL, "image_size": 32, "patch_size": 8},
-        projection_dim=16,
-    )
-    processor = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
-    return _save(CLIPModel(config), processor, path)
-
-
-def tiny_vit(path) -> str:
-    import torch
-    from transformers import ViTConfig, ViTImageProcessor, ViTModel
-
-    torch.manual_seed(0)
-    config = ViTConfig(**SMALL, image_size=32, patch_size=8)
-    return _save(ViTModel(config), ViTImageProcessor(size={"height": 32, "width": 32}), path)
-
-
-def tiny_dinov2(path) -> str:
-    import torch
-    from transformers import BitImageProcessor, Dinov2Config, Dinov2Model
-
-    torch.manual_seed(0)
-    config = Dinov2Config(**SMALL, image_size=32, patch_size=8)
-    processor = BitImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
-    return _save(Dinov2Model(config), processor, path)
 
 
 @pytest.mark.parametrize(("build", "width"), [(tiny_clip, 16), (tiny_vit, 32), (tiny_dinov2, 32)])

@@ -20,11 +20,6 @@ from lookbench_live.warehouse.release import ReleaseError
 V = "v20261101"
 
 
-@pytest.fixture()
-def lake(tmp_path):
-    return Lake(tmp_path / "lake")
-
-
 def test_result_shape_and_evaluations_rows(lake):
     make_release(lake, V, sample_rows())
     result = evaluate_release(lake, "latest")

@@ -1,4 +1,4 @@
-"""Validation by decoding (reliability.md I1–I10): every bad image gets its reason, good ones their facts."""
+"""Validation by decoding (docs/reliability.md I1–I10): every bad image gets its reason, good ones their facts."""
 
 from __future__ import annotations
 

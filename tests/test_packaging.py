@@ -57,13 +57,24 @@ def test_wheel_has_one_top_level_package(wheel: Path) -> None:
     tops = {n.split("/")[0] for n in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"lookbench_live"}
     assert "lookbench_live/schema/taxonomy.json" in names
+    # The report's templates ship as package data.
+    for template in ("report.html.j2", "macros.html.j2", "report.css"):
+        assert f"lookbench_live/evaluation/templates/{template}" in names, template
     for pkg in SUBPACKAGES:
         assert f"{pkg.replace('.', '/')}/__init__.py" in names, pkg
 
 
-@pytest.mark.slow
-def test_wheel_in_clean_venv(wheel: Path, tmp_path: Path) -> None:
-    venv = tmp_path / "venv"
+def _dependency_paths() -> list[str]:
+    """This environment's site-packages, and those it chains to through a path in a .pth file (a
+    worktree's venv reuses the main venv's packages so): never a source folder of the checkout."""
+    paths = [*site.getsitepackages(), *sys.path]
+    return list(dict.fromkeys(p for p in paths if p.rstrip("/").endswith("site-packages")))
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, set[str]]:
+    """A clean venv with the wheel installed `--no-deps`; returns its folder and what the install added."""
+    venv = tmp_path_factory.mktemp("clean") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     py = venv / "bin" / "python"
     purelib = subprocess.run(
@@ -74,7 +85,7 @@ def test_wheel_in_clean_venv(wheel: Path, tmp_path: Path) -> None:
     ).stdout.strip()
     # Dependencies come from this environment's site-packages, added as a plain path so that its
     # .pth files (among them the editable checkout's finder) are NOT processed.
-    Path(purelib, "deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    Path(purelib, "deps.pth").write_text("\n".join(_dependency_paths()) + "\n")
     before = set(os.listdir(purelib))
     subprocess.run(
         [str(py), "-m", "pip", "install", "--no-deps", "--no-index", str(wheel)],
@@ -82,7 +93,17 @@ def test_wheel_in_clean_venv(wheel: Path, tmp_path: Path) -> None:
         capture_output=True,
         timeout=300,
     )
-    added = set(os.listdir(purelib)) - before
+    return venv, set(os.listdir(purelib)) - before
+
+
+def _clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+@pytest.mark.slow
+def test_wheel_in_clean_venv(installed: tuple[Path, set[str]], tmp_path: Path) -> None:
+    venv, added = installed
+    py = venv / "bin" / "python"
     assert {a for a in added if not a.endswith(".dist-info")} == {"lookbench_live"}, added
     code = (
         "import importlib, lookbench_live\n"
@@ -91,7 +112,7 @@ def test_wheel_in_clean_venv(wheel: Path, tmp_path: Path) -> None:
         "from lookbench_live.schema.taxonomy import default_taxonomy\n"
         "print(len(default_taxonomy().categories))\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = _clean_env()
     run = subprocess.run(
         [str(py), "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300
     )
@@ -107,3 +128,40 @@ def test_wheel_in_clean_venv(wheel: Path, tmp_path: Path) -> None:
     )
     assert helped.returncode == 0, helped.stderr[-3000:]
     assert "release" in helped.stdout and "query" in helped.stdout
+
+
+@pytest.mark.slow
+def test_wheel_imports_from_the_repository_root(installed: tuple[Path, set[str]]) -> None:
+    """Run from a clone's root, the installed package wins: no folder there shadows `lookbench_live`
+    (issue 15 §1: a root `lookbench_live/` with only cli.py and config.py once did)."""
+    venv, _ = installed
+    env = _clean_env()
+    code = (
+        "import lookbench_live.flows, lookbench_live.cli\n"
+        "print(lookbench_live.flows.__file__)\n"
+        "print(lookbench_live.cli.__file__)\n"
+    )
+    run = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    files = run.stdout.split()
+    assert len(files) == 2
+    for file in files:
+        assert str(venv) in file and "/site-packages/lookbench_live/" in file, file
+        assert not file.startswith(str(REPO) + "/"), file
+    helped = subprocess.run(
+        [str(venv / "bin" / "lookbench-live"), "--help"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=300,
+    )
+    assert helped.returncode == 0, helped.stderr[-3000:]
+    assert "refresh" in helped.stdout and "evaluate" in helped.stdout

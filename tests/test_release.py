@@ -41,11 +41,8 @@ class PlainTaxonomy:
         return main_attribute, ", ".join(v for k, v in sorted(attributes.items()) if v != main_attribute)
 
 
-@pytest.fixture
-def lake(tmp_path: Path) -> Lake:
-    lake = Lake(tmp_path / "lake")
-    lakefill.fill(lake)
-    return lake
+# Every test starts from the lake `lakefill` writes (the shared `lake` fixture, filled).
+pytestmark = pytest.mark.lake(fill=lakefill.fill)
 
 
 def build(lake: Lake, version: str = "v20261201", **kw):

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
+import html
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from evaluation_fixtures import make_release, sample_rows
+from evaluation_fixtures import T0, make_release, sample_rows
 
-from lookbench_live.evaluation.evaluate import evaluate_release
+from lookbench_live.evaluation.evaluate import evaluate_release_run
 from lookbench_live.evaluation.report import default_report_path, previous_version, wilson, write_report
 from lookbench_live.schema.records import Annotation, Audit, DedupDecision, ImageRecord, Rejection
 from lookbench_live.warehouse.lake import Lake
@@ -100,8 +101,9 @@ def report_lake(tmp_path) -> Lake:
 
 def test_report_content(report_lake):
     lake = report_lake
-    result = evaluate_release(lake, V2)
-    path = write_report(lake, V2, lake.path("reports", V2, "report.html"), evaluations=[result])
+    # The report shows the run it is given (it never evaluates): its grids are that run's top 5.
+    run = evaluate_release_run(lake, V2)
+    path = write_report(lake, V2, lake.path("reports", V2, "report.html"), evaluations=[run])
     assert path == default_report_path(lake, V2)
     text = Path(path).read_text()
     # Self-contained: no script, no external resource; every image inline.
@@ -118,6 +120,76 @@ def test_report_content(report_lake):
     assert f"{100 * low:.1f}–{100 * high:.1f}%" in text and "75.0%" in text
     assert "baseline:hsv-hog-v1" in text and "fine_recall@1" in text
     assert 'class="cell fine"' in text  # hits are marked
+
+
+def _section(text: str, name: str) -> str:
+    match = re.search(rf'<section id="{name}">(.*?)</section>', text, re.S)
+    assert match, name
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", match.group(1))).split())
+
+
+def test_changes_since_the_previous_release_leaderboard_and_run_outcomes(report_lake, monkeypatch):
+    lake, v3 = report_lake, "v20261201"
+    rows = sample_rows()
+    for row in rows["aigen_studio/query"] + rows["aigen_studio/gallery"]:
+        # A new shop this month, selling skirts, first seen after everything of the previous release.
+        row.update(source="boutique", category="skirt", first_seen_at=T0 + dt.timedelta(days=45))
+    make_release(lake, v3, rows)
+    for version in (V1, V2):
+        evaluate_release_run(lake, version)
+    run = evaluate_release_run(lake, v3)
+
+    # The report shows what it is given and never evaluates.
+    from lookbench_live.evaluation import evaluate as evaluate_mod
+
+    def no_evaluation(*args, **kwargs):
+        raise AssertionError("write_report must not evaluate")
+
+    monkeypatch.setattr(evaluate_mod, "run_evaluation", no_evaluation)
+    monkeypatch.setattr(evaluate_mod, "evaluate_release", no_evaluation)
+    context = {
+        "sites": [
+            {"site": "shop", "status": "ok", "reason": ""},
+            {"site": "<b>atelier</b>", "status": "failed", "reason": "connection refused"},
+            {"site": "bigstore", "status": "over_budget", "reason": "max_pages 50 reached"},
+        ],
+        "gate": {"passed": False, "reason": "accuracy 0.70 < 0.80"},
+    }
+    path = write_report(lake, v3, lake.path("r.html"), evaluations=[run], context=context)
+    text = Path(path).read_text()
+
+    changes = _section(text, "changes")
+    assert f"Against {V2}" in changes
+    assert re.search(r"New sources source rows boutique 9 ", changes), changes  # 3 queries + 6 gallery
+    assert "skirt 9 25.0% +25.0" in changes  # category drift, in points
+    # Freshness: the 9 boutique rows are newer than anything of V2 (first seen up to T0 + 20 days).
+    latest = T0 + dt.timedelta(days=20)
+    assert f"9 rows (25.0%) first seen after the latest row of {V2} ({latest:%Y-%m-%d})" in changes
+    board = _section(text, "leaderboard")
+    assert f"model {V1} {V2} {v3} baseline:hsv-hog-v1" in board
+    assert len(re.findall(r"\d+\.\d\d", board)) == 3  # one score per release
+    outcomes = _section(text, "run")
+    assert "Audit gate: failed (accuracy 0.70 < 0.80)" in outcomes
+    assert "Sites that failed: <b>atelier</b>" in outcomes and "connection refused" in outcomes
+    assert "the next run resumes them): bigstore" in outcomes and "max_pages 50 reached" in outcomes
+    # Autoescaped: a site's name is text, never markup.
+    assert "&lt;b&gt;atelier&lt;/b&gt;" in text and "<b>atelier</b>" not in text
+    assert len(re.findall(r'src="data:image/jpeg;base64,', text)) == 4 * 3 * 6  # the run's grids
+
+    # Result dicts for the tables and the run for the grids, as the flow passes them.
+    text = Path(
+        write_report(
+            lake, v3, lake.path("r1.html"), evaluations=[run.result()], context={"baseline_run": run}
+        )
+    ).read_text()
+    assert len(re.findall(r'src="data:image/jpeg;base64,', text)) == 4 * 3 * 6
+
+    # `previous_version` in the context picks the release to compare with.
+    text = Path(
+        write_report(lake, v3, lake.path("r2.html"), context={"previous_version": V1}, samples=4)
+    ).read_text()
+    assert f"Against {V1}" in _section(text, "changes")
+    assert "No retrieval to show" in text  # no run given: no grids, and nothing evaluated
 
 
 def test_skipped_audit_is_shown_plainly(report_lake):
@@ -183,8 +255,8 @@ def test_report_renders_in_headless_chromium(report_lake):
         pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
     from playwright.sync_api import sync_playwright
 
-    result = evaluate_release(report_lake, V2)
-    path = write_report(report_lake, V2, report_lake.path("reports", V2, "report.html"), evaluations=[result])
+    run = evaluate_release_run(report_lake, V2)
+    path = write_report(report_lake, V2, report_lake.path("reports", V2, "report.html"), evaluations=[run])
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(
@@ -203,7 +275,8 @@ def test_report_renders_in_headless_chromium(report_lake):
             requests: list[str] = []
             page.on("request", lambda r: requests.append(r.url))
             page.goto(Path(path).as_uri())
-            for section in ("counts", "evaluation", "grids", "attributes", "sources", "rejections", "audit"):
+            sections = ("counts", "changes", "evaluation", "leaderboard", "grids", "attributes", "sources")
+            for section in (*sections, "rejections", "audit"):
                 assert page.locator(f"#{section}").is_visible(), section
                 assert page.locator(
                     f"#{section} table, #{section} .grid, #{section} svg"

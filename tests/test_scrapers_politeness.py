@@ -1,5 +1,5 @@
 """Politeness and safety of crawls: robots.txt failing closed, Crawl-delay, Retry-After,
-retries only on transient errors, the address guard (reliability.md C1–C11, C17)."""
+retries only on transient errors, the address guard (docs/reliability.md C1–C11, C17)."""
 
 from __future__ import annotations
 

@@ -67,13 +67,6 @@ def vllm_python() -> Path:
 
 
 @pytest.fixture(scope="session")
-def taxonomy() -> Any:
-    from lookbench_live.schema.taxonomy import default_taxonomy
-
-    return default_taxonomy()
-
-
-@pytest.fixture(scope="session")
 def dress_schema(taxonomy: Any) -> dict[str, Any]:
     schema = taxonomy.json_schema("dress")
     jsonschema.Draft202012Validator.check_schema(schema)

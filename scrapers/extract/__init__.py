@@ -39,7 +39,7 @@ __all__ = [
 
 def decode_body(body: bytes, content_type: str | None = None) -> str:
     """Bytes to text: BOM, then the Content-Type charset, then `<meta charset>`, then sniffing
-    (unknown charset names fall through), as Scrapy's TextResponse does (reliability.md S10)."""
+    (unknown charset names fall through), as Scrapy's TextResponse does (docs/reliability.md S10)."""
     from w3lib.encoding import html_to_unicode
 
     header = content_type if content_type else None

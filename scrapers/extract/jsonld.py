@@ -3,7 +3,7 @@
 extruct's JSON-LD extractor stops at the first script it cannot parse (extruct#109, #143,
 #208, PR #255), so scripts are loaded here one by one with the clean-ups real pages need
 (CDATA wrappers, HTML comments, trailing semicolons, `&quot;` entities, control characters),
-and each failure is returned as a counted `Problem` (reliability.md S7–S9).
+and each failure is returned as a counted `Problem` (docs/reliability.md S7–S9).
 """
 
 from __future__ import annotations

@@ -1,0 +1,86 @@
+"""The terminal: one line per stage with counts and time; library noise only with `--verbose`."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+
+import pytest
+from evaluation_fixtures import make_release, sample_rows
+from model_fixtures import tiny_clip
+
+from lookbench_live.flows.progress import stage_counts, stage_progress
+from lookbench_live.flows.summary import stage_lines
+from lookbench_live.warehouse.lake import Lake
+
+# What transformers prints, unasked, when CLIP's image processor loads without torchvision (this
+# environment has none), and the shapes of other library noise the main job used to print.
+NOISE = re.compile(
+    r"^\[transformers\]|requires torchvision|Loading weights|Writing model shards|Warning:|warnings\.warn",
+    re.M,
+)
+
+
+def test_one_line_per_stage_with_counts_and_elapsed_time() -> None:
+    out = io.StringIO()
+    with stage_progress(["crawl", "ingest", "release"], stream=out) as progress:
+        progress.start("crawl")
+        shards = [{"site": "a", "products": 30, "pages": 4, "partial": False}, {"site": "b", "products": 17}]
+        progress.done(stage_counts(shards))
+        progress.start("ingest")
+        progress.done({"images": 222, "rejected": 0})
+        progress.start("release")  # the block ends: closed as done, no counts
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 3
+    assert re.fullmatch(r"crawl\s+47 products, 4 pages\s+\(\d+\.\d s\)", lines[0]), lines[0]
+    assert re.fullmatch(r"ingest\s+222 images\s+\(\d+\.\d s\)", lines[1]), lines[1]  # zero counts left out
+    assert re.fullmatch(r"release\s+done\s+\(\d+\.\d s\)", lines[2]), lines[2]
+    assert list(progress.timings) == ["crawl", "ingest", "release"]
+    assert all(seconds >= 0 for seconds in progress.timings.values())
+    assert progress.counts["crawl"] == {"products": 47, "pages": 4}  # booleans are states, not counts
+
+    table = stage_lines({"timings": progress.timings, "stage_counts": progress.counts})
+    assert table[0] == "## Stages"
+    assert any(line.startswith("| crawl | ") and "products 47" in line for line in table)
+    assert stage_lines({}) == []
+
+
+def test_a_stage_that_raises_is_marked_failed() -> None:
+    out = io.StringIO()
+    with pytest.raises(RuntimeError), stage_progress(["dedup"], stream=out) as progress:
+        progress.start("dedup")
+        raise RuntimeError("boom")
+    assert re.fullmatch(r"dedup\s+failed\s+\(\d+\.\d s\)\n", out.getvalue())
+    assert "dedup" in progress.timings
+
+
+@pytest.mark.slow
+def test_library_noise_only_with_verbose(tmp_path, cli) -> None:
+    """`evaluate --model <tiny CLIP folder>` makes transformers warn about the model's config and
+    draw a "Loading weights" bar: lines the user cannot act on, hidden unless --verbose."""
+    lake = Lake(tmp_path / "lake")
+    make_release(lake, "v20261101", sample_rows())
+    model = tiny_clip(tmp_path / "clip")
+    # The user's environment, not the test session's: no verbosity switches preset.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("TRANSFORMERS_VERBOSITY", "TQDM_DISABLE", "PYTHONWARNINGS", "LOOKBENCH_VERBOSE")
+    }
+
+    def evaluate(*flags: str) -> subprocess.CompletedProcess[str]:
+        command = [cli, *flags, "evaluate", "latest", "--model", model, "--home", lake.home, "--json"]
+        return subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+
+    quiet = evaluate()
+    assert quiet.returncode == 0, quiet.stderr[-3000:]
+    assert not NOISE.search(quiet.stderr), quiet.stderr[-3000:]
+    assert '"model"' in quiet.stdout
+
+    loud = evaluate("--verbose")
+    assert loud.returncode == 0, loud.stderr[-3000:]
+    assert re.search(r"^\[transformers\]", loud.stderr, re.M), loud.stderr[-3000:]
+    assert "Loading weights" in loud.stderr
+    assert loud.stdout == quiet.stdout  # the same result either way
