@@ -182,14 +182,33 @@ class WorkersUnavailable(RuntimeError):
     """No decode worker could start (not a property of any image)."""
 
 
+# Images sent ahead to one worker: the worker never waits for the parent between images
+# (on a busy machine each round trip costs two trips through the run queue), and the
+# culprit of a crash or hang is still known: a worker decodes its queue in order, so it is
+# the oldest unanswered image. The others are sent again to a fresh worker, not blamed.
+IN_FLIGHT_PER_WORKER = 4
+
+
+class _Resend(Exception):
+    """The image was queued behind one that killed its worker: decode it again elsewhere."""
+
+
 class _Worker:
     def __init__(self, process: asyncio.subprocess.Process):
         self.process = process
+        self.pending: deque[asyncio.Future[Any]] = deque()
+        self.wakeup = asyncio.Event()
+        self.reader: asyncio.Task[None] | None = None
+        self.alive = True
+
+    def queue(self, data: bytes) -> None:
+        """Write one message without yielding, so messages and `pending` keep the same order."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(_HEADER.pack(len(data)) + data)
 
     async def send(self, data: bytes) -> None:
+        self.queue(data)
         assert self.process.stdin is not None
-        self.process.stdin.write(_HEADER.pack(len(data)))
-        self.process.stdin.write(data)
         await self.process.stdin.drain()
 
     async def receive(self) -> Any:
@@ -198,6 +217,7 @@ class _Worker:
         return pickle.loads(await self.process.stdout.readexactly(_HEADER.unpack(header)[0]))
 
     def kill(self) -> None:
+        self.alive = False
         if self.process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 self.process.kill()
@@ -225,10 +245,9 @@ class DecodePool:
             {"settings": settings, "validate": validate, "lake_home": lake_home},
             protocol=pickle.HIGHEST_PROTOCOL,
         )
-        self._idle: asyncio.Queue[_Worker] | None = None
-        self._all: set[_Worker] = set()
+        self._workers: list[_Worker] | None = None
         self._start_lock = asyncio.Lock()
-        self._spare: deque[asyncio.Task[None]] = deque()
+        self._room = asyncio.Condition()
         self.replaced = 0
 
     async def _spawn(self) -> _Worker:
@@ -249,7 +268,6 @@ class DecodePool:
             start_new_session=True,  # a Ctrl-C to the run's group is the parent's to handle
         )
         worker = _Worker(process)
-        self._all.add(worker)
         try:
             async with asyncio.timeout(START_TIMEOUT_S):
                 await worker.send(self.init)
@@ -257,75 +275,134 @@ class DecodePool:
         except (TimeoutError, asyncio.IncompleteReadError, ConnectionError, pickle.UnpicklingError) as exc:
             worker.kill()
             await process.wait()
-            self._all.discard(worker)
             raise WorkersUnavailable(
                 f"a decode worker did not start ({type(exc).__name__}; exit code {process.returncode})"
             ) from exc
         if ready != "ready":
             worker.kill()
             raise WorkersUnavailable(f"a decode worker answered {ready!r} instead of ready")
+        worker.reader = asyncio.ensure_future(self._read(worker))
         return worker
 
-    async def _started(self) -> asyncio.Queue[_Worker]:
+    async def _started(self) -> list[_Worker]:
         async with self._start_lock:
-            if self._idle is None:
-                workers = await asyncio.gather(*(self._spawn() for _ in range(self.size)))
-                idle: asyncio.Queue[_Worker] = asyncio.Queue()
-                for worker in workers:
-                    idle.put_nowait(worker)
-                self._idle = idle
-            return self._idle
+            if self._workers is None:
+                self._workers = list(await asyncio.gather(*(self._spawn() for _ in range(self.size))))
+            return self._workers
 
-    async def _replace(self, worker: _Worker) -> None:
+    async def _read(self, worker: _Worker) -> None:
+        """Answer `worker`'s queue in order; on a hang or death, blame the oldest image only."""
+        while True:
+            while not worker.pending:
+                if not worker.alive:
+                    return
+                worker.wakeup.clear()
+                await worker.wakeup.wait()
+            head = worker.pending[0]
+            # The worker starts on the head when it answered the one before: now, roughly.
+            try:
+                async with asyncio.timeout(self.settings.decode_timeout):
+                    result = await worker.receive()
+            except TimeoutError:
+                failure: Refused = Refused(
+                    "decode_timeout", f"decoding took longer than {self.settings.decode_timeout:g} s"
+                )
+            except (asyncio.IncompleteReadError, ConnectionError, EOFError):
+                worker.kill()
+                code = await worker.process.wait()
+                if code == -signal.SIGXCPU:
+                    failure = Refused("decode_timeout", "decoding used up its CPU time limit")
+                else:
+                    failure = Refused(
+                        "decoder_crash", f"the decoding process died on this image (exit code {code})"
+                    )
+            except Exception as exc:  # an answer we cannot read: that worker is not trusted again
+                failure = Refused(
+                    "decoder_crash", f"unreadable answer from the decoding process: {exc!r}"[:500]
+                )
+            else:
+                worker.pending.popleft()
+                if not head.done():
+                    head.set_result(result)
+                if not (isinstance(result, Refused) and result.reason == "decoder_crash"):
+                    async with self._room:
+                        self._room.notify()
+                    continue
+                await self._retire(worker, None)  # it exits after an out-of-memory answer
+                return
+            await self._retire(worker, failure)
+            return
+
+    async def _retire(self, worker: _Worker, failure: Refused | None) -> None:
+        """Kill `worker`, blame its head image (`failure`), resend the rest, start a replacement."""
         worker.kill()
         await worker.process.wait()
-        self._all.discard(worker)
+        if failure is not None and worker.pending:
+            head = worker.pending.popleft()
+            if not head.done():
+                head.set_result(failure)
+        while worker.pending:
+            queued = worker.pending.popleft()
+            if not queued.done():
+                queued.set_exception(_Resend())
+        assert self._workers is not None
         self.replaced += 1
-        assert self._idle is not None
-        self._idle.put_nowait(await self._spawn())
+        try:
+            fresh = await self._spawn()
+        except WorkersUnavailable:
+            fresh = None
+        async with self._room:
+            index = self._workers.index(worker)
+            if fresh is not None:
+                self._workers[index] = fresh
+            else:
+                del self._workers[index]
+            self._room.notify_all()
 
     async def process(self, data: bytes) -> Processed | Refused:
-        idle = await self._started()
-        worker = await idle.get()
-        try:
-            async with asyncio.timeout(self.settings.decode_timeout):
-                await worker.send(data)
-                result = await worker.receive()
-        except TimeoutError:
-            await self._replace(worker)
-            return Refused("decode_timeout", f"decoding took longer than {self.settings.decode_timeout:g} s")
-        except (asyncio.IncompleteReadError, ConnectionError, pickle.UnpicklingError, EOFError):
-            code = await worker.process.wait()
-            await self._replace(worker)
-            if code == -signal.SIGXCPU:
-                return Refused("decode_timeout", "decoding used up its CPU time limit")
-            return Refused("decoder_crash", f"the decoding process died on this image (exit code {code})")
-        except asyncio.CancelledError:
-            # Cancelled mid-exchange (the run is stopping): the worker's state is unknown.
-            worker.kill()
-            self._all.discard(worker)
-            raise
-        except Exception as exc:  # an answer we cannot read: that worker is not trusted again
-            await self._replace(worker)
-            return Refused("decoder_crash", f"unreadable answer from the decoding process: {exc!r}"[:500])
-        if isinstance(result, Refused) and result.reason == "decoder_crash":
-            await self._replace(worker)  # it exits after an out-of-memory reply
-        else:
-            idle.put_nowait(worker)
-        return result
+        workers = await self._started()
+        while True:
+            async with self._room:
+                while True:
+                    if not workers:
+                        raise WorkersUnavailable("every decode worker died and none could be restarted")
+                    live = [w for w in workers if w.alive]
+                    worker = min(live, key=lambda w: len(w.pending), default=None)
+                    if worker is not None and len(worker.pending) < IN_FLIGHT_PER_WORKER:
+                        break
+                    await self._room.wait()
+                future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+                worker.pending.append(future)
+                worker.wakeup.set()
+                # A dead worker's pipe: its reader blames the oldest image and resends this one.
+                with contextlib.suppress(ConnectionError, OSError):
+                    worker.queue(data)
+            with contextlib.suppress(ConnectionError, OSError):
+                assert worker.process.stdin is not None
+                await worker.process.stdin.drain()
+            try:
+                return await future  # type: ignore[no-any-return]
+            except _Resend:
+                continue
 
     async def aclose(self) -> None:
-        for worker in list(self._all):
+        workers = self._workers or []
+        for worker in workers:
+            worker.alive = False
+            worker.wakeup.set()
             if worker.process.stdin is not None and not worker.process.stdin.is_closing():
                 worker.process.stdin.close()
-        for worker in list(self._all):
+        for worker in workers:
             try:
                 async with asyncio.timeout(5):
                     await worker.process.wait()
             except TimeoutError:
                 worker.kill()
                 await worker.process.wait()
-        self._all.clear()
+            if worker.reader is not None:
+                worker.reader.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await worker.reader
 
 
 def sync_paths(paths: list[str]) -> None:
