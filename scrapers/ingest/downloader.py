@@ -128,9 +128,6 @@ class ImageDownloader:
         self.client = HttpClient(user_agent=settings.user_agent, accept="image/*")
         self.token = agent_token(settings.user_agent)
         self.pacer = HostPacer(park_after=settings.host_park_after)
-        # Hosts whose robots.txt may be fetched at private addresses: any host some caller
-        # was allowed to fetch images from privately.
-        self._private_ok: set[str] = set()
         self.robots = (
             RobotsCache(
                 self.client,
@@ -138,14 +135,10 @@ class ImageDownloader:
                 timeout=settings.robots_timeout,
                 error_ttl=settings.robots_error_ttl,
                 max_crawl_delay=settings.max_crawl_delay,
-                allow_private=self._may_be_private,
             )
             if settings.obey_robots
             else None
         )
-
-    def _may_be_private(self, host: str) -> bool:
-        return self.settings.allow_private_addresses or host in self._private_ok
 
     async def __aenter__(self) -> ImageDownloader:
         return self
@@ -159,7 +152,6 @@ class ImageDownloader:
         `private_hosts`: host names (lower case) this URL's owner may reach at private
         addresses; `lane` is accepted for callers of the former pooled client and ignored.
         """
-        self._private_ok.update(private_hosts)
         try:
             check_scheme(url)
             httpx.URL(url)
@@ -178,7 +170,7 @@ class ImageDownloader:
         attempts = self.settings.retries + 1
         for attempt in range(1, attempts + 1):
             try:
-                await self._pace(url, host)
+                await self._pace(url, host, private_hosts)
             except FetchFailed as exc:
                 raise exc from None
             try:
@@ -216,10 +208,11 @@ class ImageDownloader:
     def _allowed(self, host: str, private_hosts: frozenset[str]) -> bool:
         return self.settings.allow_private_addresses or host in private_hosts
 
-    async def _pace(self, url: str, host: str) -> None:
+    async def _pace(self, url: str, host: str, private_hosts: frozenset[str]) -> None:
         """Robots verdict (for its Crawl-delay) and the host's slot, outside the attempt's deadline."""
         if self.robots is not None:
-            verdict = await self.robots.verdict(url)
+            hostname = (urlsplit(url).hostname or "").lower()
+            verdict = await self.robots.verdict(url, allow_private=self._allowed(hostname, private_hosts))
             if not verdict.allowed:
                 raise FetchFailed(verdict.reason or "robots_disallowed", verdict.detail or url)
             self.pacer.set_delay(host, verdict.crawl_delay)
@@ -236,7 +229,9 @@ class ImageDownloader:
             if hop > 0:
                 # The first hop was checked and paced before the deadline started.
                 if self.robots is not None:
-                    verdict = await self.robots.verdict(current)
+                    verdict = await self.robots.verdict(
+                        current, allow_private=self._allowed(hostname, private_hosts)
+                    )
                     if not verdict.allowed:
                         raise FetchFailed(verdict.reason or "robots_disallowed", verdict.detail or current)
                 parked = self.pacer.parked(_host_key(current))

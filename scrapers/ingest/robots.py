@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -52,8 +51,9 @@ class _Entry:
 class RobotsCache:
     """Per-origin robots.txt rules; concurrent callers share one fetch per origin.
 
-    `allow_private(host)` says whether that host may resolve to a private address (the
-    same allowance its images get).
+    `verdict(url, allow_private=True)` may fetch robots.txt from a private address (the
+    allowance the image URL itself has); verdicts with and without it are cached apart, so
+    one caller's allowance never decides another's.
     """
 
     def __init__(
@@ -64,30 +64,29 @@ class RobotsCache:
         timeout: float,
         error_ttl: float,
         max_crawl_delay: float = 30.0,
-        allow_private: Callable[[str], bool] = lambda host: False,
     ):
         self.client = client
         self.agent = agent  # the product token matched against User-agent lines
         self.timeout = timeout
         self.error_ttl = error_ttl
         self.max_crawl_delay = max_crawl_delay
-        self.allow_private = allow_private
-        self._entries: dict[str, _Entry] = {}
-        self._loading: dict[str, asyncio.Task[_Entry]] = {}
+        self._entries: dict[tuple[str, bool], _Entry] = {}
+        self._loading: dict[tuple[str, bool], asyncio.Task[_Entry]] = {}
 
-    async def verdict(self, url: str) -> RobotsVerdict:
+    async def verdict(self, url: str, *, allow_private: bool = False) -> RobotsVerdict:
         parts = urlsplit(url)
         origin = f"{parts.scheme}://{parts.netloc}"
-        entry = self._entries.get(origin)
+        key = (origin, allow_private)
+        entry = self._entries.get(key)
         if entry is None or entry.expires < time.monotonic():
-            task = self._loading.get(origin)
+            task = self._loading.get(key)
             if task is None:
-                task = asyncio.ensure_future(self._load(origin))
-                self._loading[origin] = task
+                task = asyncio.ensure_future(self._load(origin, allow_private))
+                self._loading[key] = task
             # shield: a caller that times out must not cancel the fetch others wait for.
             entry = await asyncio.shield(task)
-            self._entries[origin] = entry
-            self._loading.pop(origin, None)
+            self._entries[key] = entry
+            self._loading.pop(key, None)
         if entry.error is not None:
             return RobotsVerdict(False, entry.reason, entry.error)
         if entry.parser is not None and not entry.parser.can_fetch(url, self.agent):
@@ -96,10 +95,10 @@ class RobotsCache:
             )
         return RobotsVerdict(True, crawl_delay=entry.crawl_delay)
 
-    async def _load(self, origin: str) -> _Entry:
+    async def _load(self, origin: str, allow_private: bool) -> _Entry:
         try:
             async with asyncio.timeout(self.timeout):
-                return await self._fetch(origin)
+                return await self._fetch(origin, allow_private)
         except TimeoutError:
             return self._failed(f"{origin}/robots.txt timed out after {self.timeout}s")
         except BlockedURL as exc:
@@ -111,11 +110,12 @@ class RobotsCache:
     def _failed(self, detail: str, reason: str = "robots_unreachable") -> _Entry:
         return _Entry(expires=time.monotonic() + self.error_ttl, parser=None, error=detail, reason=reason)
 
-    async def _fetch(self, origin: str) -> _Entry:
+    async def _fetch(self, origin: str, allow_private: bool) -> _Entry:
         url = f"{origin}/robots.txt"
         for _ in range(MAX_REDIRECTS + 1):
-            host = (urlsplit(url).hostname or "").lower()
-            async with self.client.get(url, allow_private=self.allow_private(host)) as response:
+            # A redirect keeps the allowance only on the same host.
+            same_host = urlsplit(url).netloc.lower() == urlsplit(origin).netloc.lower()
+            async with self.client.get(url, allow_private=allow_private and same_host) as response:
                 target = response.redirect_target()
                 if target is not None:
                     url = target
