@@ -140,12 +140,13 @@ class Response:
 class HttpClient:
     """Keep-alive HTTP/1.1 GETs through the address guard; close with `aclose()`."""
 
-    def __init__(self, *, user_agent: str, accept: str = "*/*"):
+    def __init__(self, *, user_agent: str, accept: str = "*/*", ssl_context: ssl.SSLContext | None = None):
         self.user_agent = user_agent
         self.accept = accept
         self._idle: dict[tuple[str, str, int, str], list[_Connection]] = {}
         self._resolved: dict[tuple[str, int, bool], tuple[float, list[IPAddress]]] = {}
-        self._ssl: ssl.SSLContext | None = None
+        # Default: the certifi bundle, as httpx (the client this replaces) verified with.
+        self._ssl: ssl.SSLContext | None = ssl_context
 
     async def addresses(self, url: str, host: str, port: int, allow_private: bool) -> list[IPAddress]:
         """The checked addresses of `host` (raises `netguard.BlockedURL`), cached briefly."""
@@ -176,7 +177,9 @@ class HttpClient:
             connection.close()
         if scheme == "https":
             if self._ssl is None:
-                self._ssl = ssl.create_default_context()
+                import certifi
+
+                self._ssl = ssl.create_default_context(cafile=certifi.where())
             reader, writer = await asyncio.open_connection(
                 address, port, ssl=self._ssl, server_hostname=host, limit=MAX_HEAD_BYTES
             )
