@@ -126,6 +126,11 @@ def _vm_bytes() -> int:
 
 
 def _worker_main() -> None:
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        # Die with the parent (a killed run): a worker stuck in a decode would otherwise linger.
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     inbox = sys.stdin.buffer
     outbox = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)  # a stray print from a library must not corrupt the replies
