@@ -167,8 +167,10 @@ class HttpClient:
         """`async with client.get(url) as response:` one GET of `url` (redirects are not followed)."""
         return _Exchange(self, url, allow_private)
 
-    async def _connect(self, scheme: str, host: str, port: int, address: str) -> _Connection:
-        pool = self._idle.get((scheme, host, port, address))
+    async def _connect(
+        self, scheme: str, host: str, port: int, address: str, *, fresh: bool = False
+    ) -> _Connection:
+        pool = None if fresh else self._idle.get((scheme, host, port, address))
         while pool:
             connection = pool.pop()
             if connection.usable():
@@ -235,8 +237,8 @@ class _Exchange:
             f"User-Agent: {self.client.user_agent}\r\nAccept: {self.client.accept}\r\n"
             "Accept-Encoding: identity\r\nConnection: keep-alive\r\n\r\n"
         ).encode("latin-1")
-        for _ in range(2):
-            connection = await self.client._connect(scheme, host, port, address)
+        for attempt in range(2):
+            connection = await self.client._connect(scheme, host, port, address, fresh=attempt > 0)
             try:
                 connection.writer.write(head)
                 status, headers, version = await _read_head(connection.reader)
@@ -254,7 +256,7 @@ class _Exchange:
                 connection.close()
                 raise
             break
-        else:  # pragma: no cover - the loop always breaks or raises
+        else:  # pragma: no cover - the second pass uses a fresh socket, which never `continue`s
             raise ProtocolFailure("no connection")
         transfer = headers.get("transfer-encoding").lower()
         chunked = transfer.rsplit(",", 1)[-1].strip() == "chunked" if transfer else False
