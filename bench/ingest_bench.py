@@ -5,12 +5,16 @@
 Serves N generated ~90 kB JPEGs (800×1000) from 127.0.0.1 with nginx when installed
 (`apt-get install -y nginx`), else a threaded Python server (the output says which), then
 measures wall-clock images/s of:
-- `ingest_images` (fetch, validate by decoding, sha256, perceptual hashes, store in a lake,
-  write the `images` rows), with `workers` processes;
+- `ingest_images` (fetch with the guard, robots and pacing, validate by decoding, perceptual
+  hashes, strip metadata, sha256, store in a lake made durable per batch, write the `images`
+  rows), with `workers` bounded decode processes;
 - img2dataset 1.47 from its own venv, `--processes_count 2 --thread_count 32
   --disable_all_reencoding True --output_format files` (fetch and write, no decode);
 - a plain asyncio httpx fetch loop (fetch only, one process), as a floor for httpx itself.
 Each run starts from an empty output. Prints one Markdown table row per tool and the ratio.
+CPU is user+sys of this process and its reaped children (the decode workers, img2dataset);
+nginx's own CPU is not counted for anyone. Run it 2-3 times on a shared machine and report
+the median ratio.
 """
 
 from __future__ import annotations

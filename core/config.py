@@ -41,6 +41,9 @@ class SiteSettings(Section):
     download_delay: float = Field(default=0.5, ge=0)
     max_pages: int = Field(default=200, ge=1)
     allow_private_addresses: bool = False
+    # With allow_private_addresses: other hosts (names, lower case) whose images this site's
+    # products may be fetched from at private addresses; its own base_url host always may.
+    image_hosts: list[str] = Field(default_factory=list)
     looks: bool = True  # also extract looks from the pages this site's spider visits
 
     @field_validator("name")
@@ -91,6 +94,11 @@ class IngestSettings(Section):
     robots_error_ttl: float = Field(default=600.0, ge=0)  # how long a failed robots.txt disallows a host
     workers: int = Field(default=2, ge=0, le=64)  # decode processes (crash isolation); 0: threads here
     shard_size: int = Field(default=512, ge=1)  # outcomes per lake commit
+    max_crawl_delay: float = Field(default=30.0, ge=0)  # an image host's robots Crawl-delay above: disallowed
+    max_retry_after: float = Field(default=120.0, ge=0)  # a longer Retry-After ends the URL, parks the host
+    host_park_after: int = Field(default=8, ge=1)  # failed attempts in a row that park a host for the run
+    decode_timeout: float = Field(default=10.0, gt=0)  # seconds per image in a decode worker (I7)
+    decode_memory_mb: int = Field(default=1024, ge=64)  # address space a decode worker may add (I7)
 
 
 class DedupSettings(Section):

@@ -65,14 +65,18 @@ def crawl_site(spec: RunSpec, site: SiteSettings) -> dict[str, Any]:
 @task(name="ingest-images")
 def ingest_shard(spec: RunSpec, requests: Sequence[Any], shard: str, allow_private: bool) -> dict[str, Any]:
     settings, lake = _context(spec)
-    from lookbench_live.scrapers.ingest import ingest_images
+    from lookbench_live.scrapers.ingest import ingest_images, site_private_hosts
 
     ingest = (
         settings.ingest.model_copy(update={"allow_private_addresses": True})
         if allow_private
         else settings.ingest
     )
-    result = ingest_images(lake, ingest, list(requests), spec.run_key)
+    # A site configured with allow_private_addresses gets its images on the same terms
+    # (its own host and its listed image_hosts); nothing else private is allowed.
+    result = ingest_images(
+        lake, ingest, list(requests), spec.run_key, private_hosts=site_private_hosts(settings.crawl.sites)
+    )
     return {"shard": shard, **_summary(result)}
 
 

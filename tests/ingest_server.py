@@ -23,7 +23,9 @@ class Route:
     headers: dict[str, str] = field(default_factory=dict)
     # "stall_before_headers" | "stall_after_headers" | "slow_drip" | "endless_chunked" | "reset"
     behaviour: str | None = None
-    fail_first: int = 0  # answer 503 this many times before the real response
+    fail_first: int = 0  # answer `fail_status` this many times before the real response
+    fail_status: int = 503
+    fail_headers: dict[str, str] = field(default_factory=dict)  # e.g. Retry-After
     delay: float = 0.0  # seconds to wait before answering
 
 
@@ -39,6 +41,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         with server.lock:
             server.hits[path] += 1
+            server.times.setdefault(path, []).append(time.monotonic())
             hit = server.hits[path]
             server.host_headers.append(self.headers.get("Host", ""))
         route = server.routes.get(path)
@@ -46,7 +49,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, b"not found", {"Content-Type": "text/plain"})
             return
         if hit <= route.fail_first:
-            self._send(503, b"busy", {"Content-Type": "text/plain"})
+            self._send(route.fail_status, b"busy", {"Content-Type": "text/plain", **route.fail_headers})
             return
         if route.delay:
             time.sleep(route.delay)
@@ -109,6 +112,7 @@ class _Server(ThreadingHTTPServer):
         self.routes = routes
         self.max_stall = max_stall
         self.hits: Counter[str] = Counter()
+        self.times: dict[str, list[float]] = {}  # monotonic arrival time of every request, per path
         self.host_headers: list[str] = []
         self.lock = threading.Lock()
         self.stopping = threading.Event()

@@ -2,41 +2,53 @@
 
 `ImageDownloader.fetch(url)` returns the body of the final response or raises `FetchFailed`
 with a reason code. Guarantees:
-- every hop goes through the address guard (`netguard`): checked, pinned, ≤ `max_redirects`
-  hops, a hop back to an already visited URL is a `redirect_loop`;
+- every hop goes through the address guard (`netguard.check_url`, via `http.HttpClient`):
+  checked, pinned, ≤ `max_redirects` hops, a hop back to an already visited URL is a
+  `redirect_loop`. Private addresses are refused unless the settings allow them all (test
+  servers, the sample store) or the hop's host is one the caller names (`private_hosts`:
+  the hosts of a site configured with `allow_private_addresses`, see `site_private_hosts`);
 - one TOTAL deadline (`timeout`) covers connect, every hop, headers and body of an attempt,
-  so a slow-drip server cannot hold a request open (httpx only times out per read);
+  so a slow-drip server cannot hold a request open;
 - at most `max_bytes` are read: a larger `Content-Length` is refused before reading, a
   longer body is cut while streaming, and a gzip/deflate body is inflated with a bound
   (never more than `max_bytes` + 1 bytes); other or stacked encodings are refused (we ask
   for `identity`);
 - robots.txt is obeyed for every hop (fail closed), and `X-Robots-Tag: noai`/`noimageai`
   for our agent or all agents is an opt-out;
+- hosts are paced (`pacing.HostPacer`): the robots.txt Crawl-delay between requests, a
+  429/503's Retry-After (seconds or HTTP date) before the next request to that host, and a
+  host failing `host_park_after` attempts in a row is parked (`host_parked`);
 - timeouts, 429, 5xx and connection errors are retried `retries` times with backoff
-  (honouring a short `Retry-After`); other 4xx are final at once.
+  (or the Retry-After, when the server gives one up to `max_retry_after`; a longer one
+  ends the URL and parks the host); other 4xx are final at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
-from lookbench_live.config import IngestSettings
-from lookbench_live.scrapers.ingest.robots import RobotsCache
-from lookbench_live.scrapers.netguard import (
-    BlockedURL,
-    GuardedAsyncTransport,
-    check_scheme,
-    check_url,
-    redirect_target,
+from lookbench_live.config import IngestSettings, SiteSettings
+from lookbench_live.scrapers.ingest.http import (
+    BadEncoding,
+    BodyTooLarge,
+    HttpClient,
+    ProtocolFailure,
+    Response,
+    read_body,
 )
+from lookbench_live.scrapers.ingest.pacing import HostPacer, HostParked
+from lookbench_live.scrapers.ingest.robots import RobotsCache
+from lookbench_live.scrapers.netguard import BlockedURL, check_scheme, check_url
+from lookbench_live.scrapers.robots import parse_retry_after
 
 OPT_OUT_DIRECTIVES = frozenset({"noai", "noimageai"})
-MAX_RETRY_AFTER_S = 30.0
 
 
 class FetchFailed(Exception):
@@ -64,8 +76,11 @@ def agent_token(user_agent: str) -> str:
     return user_agent.split("/", 1)[0].split()[0].lower()
 
 
-def opted_out(headers: httpx.Headers, token: str) -> str | None:
-    """The X-Robots-Tag directive that forbids AI use for `token` (or every agent), if any."""
+def opted_out(headers: Any, token: str) -> str | None:
+    """The X-Robots-Tag directive that forbids AI use for `token` (or every agent), if any.
+
+    `headers` is anything with `get_list(name)` (`httpx.Headers`, `http.Headers`).
+    """
     for value in headers.get_list("x-robots-tag"):
         # "otherbot: noai" binds otherbot only; "noai, noimageai" binds every agent. A colon
         # after a comma belongs to a directive's value (unavailable_after: …), not to a scope.
@@ -81,52 +96,45 @@ def opted_out(headers: httpx.Headers, token: str) -> str | None:
     return None
 
 
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after", "").strip()
-    return min(float(value), MAX_RETRY_AFTER_S) if value.isdigit() else None
+def site_private_hosts(sites: Iterable[SiteSettings]) -> dict[str, frozenset[str]]:
+    """Per site name, the hosts its images may be fetched from at private addresses.
+
+    Only sites configured with `allow_private_addresses` get any: their own `base_url` host
+    and the hosts listed in `image_hosts`. Host names are compared lower-case, without port.
+    """
+    allowed: dict[str, frozenset[str]] = {}
+    for site in sites:
+        if not site.allow_private_addresses:
+            continue
+        hosts = {(urlsplit(site.base_url).hostname or "").lower()}
+        hosts.update(h.strip().lower() for h in site.image_hosts)
+        allowed[site.name] = frozenset(h for h in hosts if h)
+    return allowed
 
 
-# httpcore scans every pooled connection (a syscall each) whenever a request is assigned,
-# so one pool of 32 connections cost ~2.3 ms of CPU per request on loopback against ~0.9 ms
-# for pools of 8 (docs/benchmarks.md, image ingestion). Concurrency is spread over lanes.
-CONNECTIONS_PER_LANE = 8
+def _host_key(url: str) -> str:
+    parts = urlsplit(url)
+    return (parts.netloc or "").lower()
 
 
 class ImageDownloader:
-    """Async clients with the guard, the robots cache and the limits; use as an async context manager.
+    """One HTTP client with the guard, the robots cache, the pacer and the limits.
 
-    `fetch(url, lane)` may be called by `concurrency` tasks at once; give each task its own
-    `lane` number (any int; lanes share clients of `CONNECTIONS_PER_LANE` connections).
+    Use as an async context manager; `fetch` may be called by many tasks at once.
     """
 
     def __init__(self, settings: IngestSettings):
         self.settings = settings
-        lanes = -(-settings.concurrency // CONNECTIONS_PER_LANE)
-        per_lane = min(settings.concurrency, CONNECTIONS_PER_LANE)
-        self.clients = [
-            httpx.AsyncClient(
-                transport=GuardedAsyncTransport(
-                    allow_private=settings.allow_private_addresses,
-                    limits=httpx.Limits(max_connections=per_lane, max_keepalive_connections=per_lane),
-                ),
-                headers={
-                    "User-Agent": settings.user_agent,
-                    "Accept-Encoding": "identity",
-                    "Accept": "image/*",
-                },
-                # Per-read limits as a backstop; the real bound is the total deadline in `fetch`.
-                timeout=httpx.Timeout(settings.timeout),
-                follow_redirects=False,
-            )
-            for _ in range(lanes)
-        ]
+        self.client = HttpClient(user_agent=settings.user_agent, accept="image/*")
         self.token = agent_token(settings.user_agent)
+        self.pacer = HostPacer(park_after=settings.host_park_after)
         self.robots = (
             RobotsCache(
-                self.clients[0],
+                self.client,
                 agent=self.token,
                 timeout=settings.robots_timeout,
                 error_ttl=settings.robots_error_ttl,
+                max_crawl_delay=settings.max_crawl_delay,
             )
             if settings.obey_robots
             else None
@@ -136,11 +144,14 @@ class ImageDownloader:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        for client in self.clients:
-            await client.aclose()
+        await self.client.aclose()
 
-    async def fetch(self, url: str, lane: int = 0) -> Fetched:
-        """The image body at `url`, or `FetchFailed` once retries (for transient failures) are spent."""
+    async def fetch(self, url: str, lane: int = 0, private_hosts: frozenset[str] = frozenset()) -> Fetched:
+        """The image body at `url`, or `FetchFailed` once retries (for transient failures) are spent.
+
+        `private_hosts`: host names (lower case) this URL's owner may reach at private
+        addresses; `lane` is accepted for callers of the former pooled client and ignored.
+        """
         try:
             check_scheme(url)
             httpx.URL(url)
@@ -149,16 +160,23 @@ class ImageDownloader:
         except httpx.InvalidURL as exc:
             # httpx refuses spellings such as 0177.0.0.1 that the resolver accepts: let the
             # guard name a private target as such before calling the URL merely invalid.
+            host = (urlsplit(url).hostname or "").lower()
             try:
-                await asyncio.to_thread(check_url, url, allow_private=self.settings.allow_private_addresses)
+                await asyncio.to_thread(check_url, url, allow_private=self._allowed(host, private_hosts))
             except BlockedURL as blocked:
                 raise FetchFailed(blocked.reason, blocked.detail) from None
             raise FetchFailed("invalid_url", f"{url!r}: {exc}") from None
+        host = _host_key(url)
         attempts = self.settings.retries + 1
         for attempt in range(1, attempts + 1):
             try:
+                await self._pace(url, host, private_hosts)
+            except FetchFailed as exc:
+                raise exc from None
+            try:
                 async with asyncio.timeout(self.settings.timeout):
-                    final_url, data = await self._fetch_once(url, self.clients[lane % len(self.clients)])
+                    final_url, data = await self._fetch_once(url, private_hosts)
+                self.pacer.succeeded(host)
                 return Fetched(url=final_url, data=data, attempts=attempt)
             except TimeoutError:
                 failure = FetchFailed(
@@ -166,28 +184,76 @@ class ImageDownloader:
                 )
             except FetchFailed as exc:
                 failure = exc
+            if failure.transient:
+                self.pacer.failed(host, failure.reason, failure.detail)
+            if failure.retry_after is not None:
+                if failure.retry_after > self.settings.max_retry_after:
+                    self.pacer.park(
+                        host,
+                        f"Retry-After {failure.retry_after:.0f} s is over max_retry_after "
+                        f"{self.settings.max_retry_after:g} s ({failure.reason})",
+                    )
+                    failure.detail = f"{failure.detail}; Retry-After {failure.retry_after:.0f} s is too long"
+                    raise failure
+                self.pacer.back_off(host, failure.retry_after)
             if not failure.transient or attempt == attempts:
                 if attempt > 1:
                     failure.detail = f"{failure.detail} (after {attempt} attempts)"
                 raise failure
-            backoff = self.settings.retry_backoff * 2 ** (attempt - 1) * (0.5 + random.random())
-            await asyncio.sleep(failure.retry_after if failure.retry_after is not None else backoff)
+            if failure.retry_after is None:
+                backoff = self.settings.retry_backoff * 2 ** (attempt - 1) * (0.5 + random.random())
+                await asyncio.sleep(backoff)
         raise AssertionError("unreachable")
 
-    async def _fetch_once(self, url: str, client: httpx.AsyncClient) -> tuple[str, bytes]:
+    def _allowed(self, host: str, private_hosts: frozenset[str]) -> bool:
+        return self.settings.allow_private_addresses or host in private_hosts
+
+    async def _pace(self, url: str, host: str, private_hosts: frozenset[str]) -> None:
+        """Robots verdict (for its Crawl-delay) and the host's slot, outside the attempt's deadline."""
+        if self.robots is not None:
+            hostname = (urlsplit(url).hostname or "").lower()
+            verdict = await self.robots.verdict(url, allow_private=self._allowed(hostname, private_hosts))
+            if not verdict.allowed:
+                raise FetchFailed(verdict.reason or "robots_disallowed", verdict.detail or url)
+            self.pacer.set_delay(host, verdict.crawl_delay)
+        try:
+            await self.pacer.slot(host)
+        except HostParked as exc:
+            raise FetchFailed("host_parked", exc.detail) from None
+
+    async def _fetch_once(self, url: str, private_hosts: frozenset[str]) -> tuple[str, bytes]:
         visited = {url}
         current = url
-        for _ in range(self.settings.max_redirects + 1):
-            if self.robots is not None:
-                verdict = await self.robots.verdict(current)
-                if not verdict.allowed:
-                    raise FetchFailed(verdict.reason or "robots_disallowed", verdict.detail or current)
+        for hop in range(self.settings.max_redirects + 1):
+            hostname = (urlsplit(current).hostname or "").lower()
+            if hop > 0:
+                # The first hop was checked and paced before the deadline started.
+                if self.robots is not None:
+                    verdict = await self.robots.verdict(
+                        current, allow_private=self._allowed(hostname, private_hosts)
+                    )
+                    if not verdict.allowed:
+                        raise FetchFailed(verdict.reason or "robots_disallowed", verdict.detail or current)
+                parked = self.pacer.parked(_host_key(current))
+                if parked is not None:
+                    raise FetchFailed("host_parked", parked)
             try:
-                async with client.stream("GET", current) as response:
-                    target = redirect_target(response)
+                async with self.client.get(
+                    current, allow_private=self._allowed(hostname, private_hosts)
+                ) as response:
+                    try:
+                        target = response.redirect_target()
+                    except httpx.InvalidURL:
+                        raise FetchFailed(
+                            "blocked_scheme", f"the redirect Location of {current} is not a valid URL"
+                        ) from None
                     if target is not None:
                         if target in visited:
                             raise FetchFailed("redirect_loop", f"{current} redirects back to {target}")
+                        try:
+                            check_scheme(target)
+                        except BlockedURL as exc:
+                            raise FetchFailed(exc.reason, exc.detail) from None
                         visited.add(target)
                         current = target
                         continue
@@ -195,60 +261,33 @@ class ImageDownloader:
             except BlockedURL as exc:
                 # Unresolvable names may be a passing DNS failure; refused addresses never change.
                 raise FetchFailed(exc.reason, exc.detail, transient=exc.reason == "unresolvable") from None
-            except httpx.TimeoutException as exc:
-                raise FetchFailed("timeout", f"{type(exc).__name__} on {current}", transient=True) from None
-            except httpx.TransportError as exc:
+            except httpx.InvalidURL as exc:
+                raise FetchFailed("invalid_url", f"{current!r}: {exc}") from None
+            except (ProtocolFailure, OSError) as exc:
                 raise FetchFailed(
                     "connection_error", f"{type(exc).__name__}: {exc} on {current}", transient=True
                 ) from None
         raise FetchFailed("redirect_loop", f"more than {self.settings.max_redirects} redirects from {url}")
 
-    async def _body(self, url: str, response: httpx.Response) -> bytes:
-        status = response.status_code
+    async def _body(self, url: str, response: Response) -> bytes:
+        status = response.status
         if status != 200:
             transient = status == 429 or status >= 500
-            reason = f"http_{status}"
+            retry_after = None
+            if status in (429, 503):
+                retry_after = parse_retry_after(response.headers.get("retry-after") or None)
             raise FetchFailed(
-                reason,
+                f"http_{status}",
                 f"{url} answered HTTP {status}",
                 transient=transient,
-                retry_after=_retry_after(response),
+                retry_after=retry_after,
             )
         directive = opted_out(response.headers, self.token)
         if directive is not None:
             raise FetchFailed("opt_out_noai", f"disallowed by X-Robots-Tag: {directive}")
-        cap = self.settings.max_bytes
-        length = response.headers.get("content-length", "")
-        if length.isdigit() and int(length) > cap:
-            raise FetchFailed("too_large", f"Content-Length {length} exceeds max_bytes {cap}")
-        encodings = [
-            e.strip().lower()
-            for e in response.headers.get("content-encoding", "").split(",")
-            if e.strip() and e.strip().lower() != "identity"
-        ]
-        inflater = None
-        if encodings:
-            if len(encodings) > 1 or encodings[0] not in ("gzip", "x-gzip", "deflate"):
-                raise FetchFailed("bad_content_encoding", f"Content-Encoding {encodings} is not accepted")
-            # 32 + MAX_WBITS: accept a gzip or zlib header.
-            inflater = zlib.decompressobj(32 + zlib.MAX_WBITS)
-        body = bytearray()
-        received = 0
-        async for chunk in response.aiter_raw():
-            received += len(chunk)
-            if received > cap:
-                raise FetchFailed("too_large", f"body exceeds max_bytes {cap}")
-            if inflater is None:
-                body += chunk
-                continue
-            data = chunk
-            while data:
-                try:
-                    # Never inflate more than one byte past the cap.
-                    body += inflater.decompress(data, cap + 1 - len(body))
-                except zlib.error as exc:
-                    raise FetchFailed("bad_content_encoding", f"corrupt {encodings[0]} body: {exc}") from None
-                if len(body) > cap:
-                    raise FetchFailed("too_large", f"decoded body exceeds max_bytes {cap}")
-                data = inflater.unconsumed_tail
-        return bytes(body)
+        try:
+            return await read_body(response, self.settings.max_bytes)
+        except BodyTooLarge as exc:
+            raise FetchFailed("too_large", str(exc)) from None
+        except BadEncoding as exc:
+            raise FetchFailed("bad_content_encoding", str(exc)) from None

@@ -12,21 +12,22 @@
 - Stored bytes are the original bytes (so the sha256 names what the retailer served); no
   metadata (EXIF, XMP, PNG text, GPS) is copied into any table, and the release
   re-encodes pixels only (see docs/ingestion.md).
-- Fetching runs on one event loop in this process (`concurrency` requests in flight);
-  decoding runs in `workers` spawned processes (default 2); bytes are stored from threads.
-  A decoder that kills its process (I7) costs only that image: it is recorded
-  `decoder_crash` and the batch continues. `workers = 0` decodes in threads of this
-  process instead (no isolation; for tests and tiny batches).
+- Fetching runs on one event loop in this process (`concurrency` requests in flight, one
+  keep-alive HTTP/1.1 client, hosts paced); decoding, hashing, metadata stripping and
+  writing the file run in `workers` bounded child processes (default 2, see `workers`).
+  A decoder that kills its process, hangs or runs out of memory (I7) costs only that
+  image (`decoder_crash` / `decode_timeout`) and the batch continues. `workers = 0`
+  decodes in threads of this process instead (no isolation; for tests and tiny batches).
+- Durability per batch: files are written without a per-image fsync and made durable all
+  at once before the rows that name them are committed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import multiprocessing
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,9 +35,17 @@ from lookbench_live.config import IngestSettings
 from lookbench_live.schema.hashing import ImageHashes
 from lookbench_live.schema.records import ImageRecord, utcnow
 from lookbench_live.scrapers.ingest.downloader import FetchFailed, ImageDownloader
-from lookbench_live.scrapers.ingest.metadata import MetadataError, strip_metadata
 from lookbench_live.scrapers.ingest.pending import ImageRequest
-from lookbench_live.scrapers.ingest.validator import ImageRejected, ValidImage, validate_image
+from lookbench_live.scrapers.ingest.validator import validate_image
+from lookbench_live.scrapers.ingest.workers import (
+    DecodePool,
+    Processed,
+    Refused,
+    Validate,
+    WorkersUnavailable,
+    process_image,
+    sync_paths,
+)
 from lookbench_live.warehouse.lake import Lake
 
 
@@ -81,113 +90,52 @@ class Outcome:
     format: str | None = None
     byte_size: int | None = None
     hashes: ImageHashes | None = None
-
-
-Validate = Callable[[bytes, IngestSettings], ValidImage]
-
-# Decode-process state, set once per worker by the pool initializer (not pickled per image).
-_WORKER_STATE: tuple[IngestSettings, Validate] | None = None
-
-
-def _init_worker(settings: IngestSettings, validate: Validate) -> None:
-    global _WORKER_STATE
-    _WORKER_STATE = (settings, validate)
-
-
-def _decode_in_worker(data: bytes) -> ValidImage | tuple[str, str]:
-    assert _WORKER_STATE is not None, "decode worker used without its initializer"
-    settings, validate = _WORKER_STATE
-    try:
-        return validate(data, settings)
-    except ImageRejected as exc:
-        # Returned, not raised: the exception's signature does not survive pickling.
-        return exc.reason, exc.detail
-
-
-def _ping() -> bool:
-    return True
+    path: str | None = None  # the image file this run wrote, to make durable before the row commits
 
 
 class Decoder:
-    """Validates fetched bytes by decoding: in threads (`workers = 0`) or in `workers` processes.
+    """Validates, hashes, strips and (for a local lake) stores fetched bytes.
 
-    With processes, a decoder that kills its process (I7) breaks the pool: the pool is
-    replaced, and every image that was in flight is decoded again alone in a one-process
-    quarantine pool, so only the image that kills it is rejected `decoder_crash`. A pool
-    must answer a ping before it gets images, so processes that cannot start at all raise
-    `IngestAborted` instead of blaming images. `validate` must be a module-level function
-    (it is sent to spawned processes).
+    In `workers` bounded child processes (`workers.DecodePool`: per-image deadline, memory
+    and CPU limits, a crashed or hung worker replaced and only its image rejected), or with
+    `workers = 0` in threads of this process (no isolation; for tests and tiny batches).
+    `validate` must be importable by name (it is sent to the workers).
     """
 
-    def __init__(self, settings: IngestSettings, validate: Validate = validate_image):
+    def __init__(
+        self, settings: IngestSettings, validate: Validate = validate_image, lake: Lake | None = None
+    ):
         self.settings = settings
         self.validate = validate
-        self._context = multiprocessing.get_context("spawn")  # never fork a process that holds threads
-        # A daemonic process (a Dask worker, a pool worker) may not have children; there the
-        # hosting process is the isolation unit and decoding runs in threads.
-        self.in_processes = settings.workers > 0 and not multiprocessing.current_process().daemon
-        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
-        self._quarantine: concurrent.futures.ProcessPoolExecutor | None = None
-        self._start_lock = asyncio.Lock()
-        self._quarantine_lock = asyncio.Lock()
-
-    async def _started(self, size: int) -> concurrent.futures.ProcessPoolExecutor:
-        pool = concurrent.futures.ProcessPoolExecutor(
-            size, mp_context=self._context, initializer=_init_worker, initargs=(self.settings, self.validate)
+        # The fast path writes files itself (no fsync per image, see `_ingest_urls`); a Lake
+        # subclass or an object store gets the bytes back and stores them through `put_image`.
+        self.lake_root = (
+            lake.root if lake is not None and lake.local and type(lake).put_image is Lake.put_image else None
         )
-        try:
-            await asyncio.get_running_loop().run_in_executor(pool, _ping)
-        except Exception as exc:  # BrokenProcessPool, RuntimeError, OSError: no process could start
-            pool.shutdown(wait=False, cancel_futures=True)
-            # Typically a caller's main module without `if __name__ == "__main__":`, which
-            # spawned processes re-import; or no memory for new processes.
-            detail = " ".join(str(exc).split()) or type(exc).__name__
-            raise IngestAborted(
-                f"decode processes cannot start ({detail}); set ingest.workers = 0 to decode in threads"
-            ) from exc
-        return pool
+        self._image_path = Lake(self.lake_root).image_path if self.lake_root is not None else None
+        self.in_processes = settings.workers > 0
+        self._pool = (
+            DecodePool(settings, settings.workers, validate=validate, lake_home=self.lake_root)
+            if self.in_processes
+            else None
+        )
 
-    async def _running_pool(self) -> concurrent.futures.ProcessPoolExecutor:
-        async with self._start_lock:
-            if self._pool is None:
-                self._pool = await self._started(self.settings.workers)
-            return self._pool
-
-    async def decode(self, data: bytes) -> ValidImage:
-        """The facts and hashes of valid image bytes; raises `ImageRejected` with the reason."""
-        if not self.in_processes:
+    async def process(self, data: bytes) -> Processed | Refused:
+        if self._pool is None:
             # Pillow decodes without holding the GIL: a thread keeps the loop fetching.
-            return await asyncio.to_thread(self.validate, data, self.settings)
-        pool = await self._running_pool()
+            return await asyncio.to_thread(
+                process_image, data, self.settings, self.validate, self._image_path
+            )
         try:
-            result = await asyncio.get_running_loop().run_in_executor(pool, _decode_in_worker, data)
-        except BrokenProcessPool:
-            async with self._start_lock:
-                if self._pool is pool:
-                    self._pool = None  # the next image starts (and pings) a fresh pool
-                    pool.shutdown(wait=False, cancel_futures=True)
-            result = await self._decode_alone(data)
-        if isinstance(result, tuple):
-            raise ImageRejected(*result)
-        return result
+            return await self._pool.process(data)
+        except WorkersUnavailable as exc:
+            raise IngestAborted(
+                f"decode processes cannot start ({exc}); set ingest.workers = 0 to decode in threads"
+            ) from exc
 
-    async def _decode_alone(self, data: bytes) -> ValidImage | tuple[str, str]:
-        async with self._quarantine_lock:
-            if self._quarantine is None:
-                self._quarantine = await self._started(1)
-            try:
-                return await asyncio.get_running_loop().run_in_executor(
-                    self._quarantine, _decode_in_worker, data
-                )
-            except BrokenProcessPool:
-                self._quarantine.shutdown(wait=False, cancel_futures=True)
-                self._quarantine = None
-                return "decoder_crash", "the decoding process died on this image (decoded alone)"
-
-    def close(self) -> None:
-        for pool in (self._pool, self._quarantine):
-            if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=True)
+    async def aclose(self) -> None:
+        if self._pool is not None:
+            await self._pool.aclose()
 
 
 async def _ingest_url(
@@ -195,32 +143,28 @@ async def _ingest_url(
     decoder: Decoder,
     store: Callable[[bytes], Awaitable[str]],
     url: str,
-    lane: int,
+    private_hosts: frozenset[str],
 ) -> Outcome:
     fetched_at = utcnow()
     try:
-        fetched = await downloader.fetch(url, lane)
+        fetched = await downloader.fetch(url, private_hosts=private_hosts)
     except FetchFailed as exc:
         return Outcome(url, "rejected", fetched_at, reason=exc.reason, detail=exc.detail)
     final_url = fetched.url if fetched.url != url else None
-    try:
-        valid = await decoder.decode(fetched.data)
-    except ImageRejected as exc:
-        return Outcome(url, "rejected", fetched_at, reason=exc.reason, detail=exc.detail, final_url=final_url)
-    # Metadata (EXIF GPS, XMP, text chunks) never enters the lake; pixel data is kept byte for byte.
-    try:
-        data = strip_metadata(fetched.data, valid.format)
-    except MetadataError as exc:
+    result = await decoder.process(fetched.data)
+    if isinstance(result, Refused):
         return Outcome(
-            url, "rejected", fetched_at, reason="malformed_container", detail=str(exc), final_url=final_url
+            url, "rejected", fetched_at, reason=result.reason, detail=result.detail, final_url=final_url
         )
     # Stored only once the decode succeeded: the lake holds no bytes that failed validation.
-    try:
-        sha = await store(data)
-    except (
-        Exception
-    ) as exc:  # disk full, permissions, object store down: the run stops, the image is not at fault
-        raise IngestAborted(f"storing an image in the lake failed: {type(exc).__name__}: {exc}") from exc
+    if result.data is not None:
+        try:
+            sha = await store(result.data)
+        except Exception as exc:  # disk full, permissions, object store down: the run stops
+            raise IngestAborted(f"storing an image in the lake failed: {type(exc).__name__}: {exc}") from exc
+    else:
+        sha = result.sha256
+    valid = result.valid
     return Outcome(
         url,
         "ok",
@@ -230,8 +174,9 @@ async def _ingest_url(
         width=valid.width,
         height=valid.height,
         format=valid.format,
-        byte_size=len(data),
+        byte_size=result.byte_size,
         hashes=valid.hashes,
+        path=result.path,
     )
 
 
@@ -240,25 +185,43 @@ async def _ingest_urls(
     settings: IngestSettings,
     urls: Sequence[str],
     on_batch: Callable[[list[Outcome]], None] | None = None,
+    private_hosts: Mapping[str, frozenset[str]] | None = None,
 ) -> list[Outcome]:
-    """Ingest `urls` with `concurrency` fetches in flight; hands every `shard_size` outcomes to `on_batch`."""
+    """Ingest `urls` with `concurrency` fetches in flight; hands every `shard_size` outcomes to `on_batch`.
+
+    Durability per batch: image files written by the fast path are not fsynced one by one;
+    before a batch's rows are handed to `on_batch` (which commits them), every file the
+    batch wrote is made durable (`sync_paths`). So a crash loses nothing that a committed
+    row names, and a rerun rewrites any file that a crash left short.
+    """
     outcomes: list[Outcome] = []
     batch: list[Outcome] = []
     queue = iter(urls)
-    decoder = Decoder(settings)
-    # The lake fsyncs every image (file and folder): many threads overlap those waits.
-    storers = concurrent.futures.ThreadPoolExecutor(settings.concurrency, thread_name_prefix="ingest-store")
+    decoder = Decoder(settings, lake=lake)
+    hosts_of = private_hosts or {}
     loop = asyncio.get_running_loop()
+    commit_lock = asyncio.Lock()
+    # Only for object stores and Lake subclasses (the fast path writes in the decoders).
+    storers = concurrent.futures.ThreadPoolExecutor(
+        min(settings.concurrency, 16), thread_name_prefix="ingest-store"
+    )
 
     async def store(data: bytes) -> str:
         return await loop.run_in_executor(storers, lake.put_image, data)
 
+    def durable_commit(ready: list[Outcome]) -> None:
+        sync_paths([o.path for o in ready if o.path is not None])
+        if on_batch is not None:
+            on_batch(ready)
+
     async with ImageDownloader(settings) as downloader:
 
-        async def worker(lane: int) -> None:
+        async def worker() -> None:
             for url in queue:  # the shared iterator hands each URL to exactly one worker
                 try:
-                    outcome = await _ingest_url(downloader, decoder, store, url, lane)
+                    outcome = await _ingest_url(
+                        downloader, decoder, store, url, hosts_of.get(url, frozenset())
+                    )
                 except IngestAborted:
                     raise
                 except Exception as exc:  # a bug must not lose the URL's row or stop the batch
@@ -266,21 +229,23 @@ async def _ingest_urls(
                         url, "rejected", utcnow(), reason="internal_error", detail=repr(exc)[:500]
                     )
                 outcomes.append(outcome)
-                if on_batch is not None:
-                    batch.append(outcome)
-                    if len(batch) >= settings.shard_size:
-                        ready = batch[:]
-                        batch.clear()
-                        on_batch(ready)
+                batch.append(outcome)
+                if len(batch) >= settings.shard_size:
+                    ready = batch[:]
+                    batch.clear()
+                    # In a thread: syncing and writing Parquet must not stall the fetches.
+                    async with commit_lock:
+                        await asyncio.to_thread(durable_commit, ready)
 
         try:
-            await asyncio.gather(*(worker(lane) for lane in range(min(settings.concurrency, len(urls)) or 1)))
+            await asyncio.gather(*(worker() for _ in range(min(settings.concurrency, len(urls)) or 1)))
         finally:
-            decoder.close()
+            await decoder.aclose()
             storers.shutdown(wait=True)
             # Finished outcomes are committed even when the run aborts.
-            if on_batch is not None and batch:
-                on_batch(batch)
+            if batch:
+                async with commit_lock:
+                    durable_commit(batch)
     return outcomes
 
 
@@ -351,12 +316,20 @@ class _Committer:
 
 
 def ingest_images(
-    lake: Lake, settings: IngestSettings, requests: Sequence[ImageRequest], run_id: str
+    lake: Lake,
+    settings: IngestSettings,
+    requests: Sequence[ImageRequest],
+    run_id: str,
+    *,
+    private_hosts: Mapping[str, frozenset[str]] | None = None,
 ) -> IngestResult:
     """Fetch, validate, hash and store the images of `requests`; one `images` row per request.
 
     Requests whose row already exists are skipped (counted in `skipped_existing`).
     Returns the counts; `ok + rejected + skipped_existing == len(requests)`.
+    `private_hosts`: per source (site name), the hosts its images may be fetched from at
+    private addresses (`downloader.site_private_hosts(settings.crawl.sites)`); every other
+    private address stays refused unless `settings.allow_private_addresses`.
     """
     result = IngestResult()
     existing = lake.keys("images")
@@ -372,6 +345,12 @@ def ingest_images(
     if not by_url:
         return result
     urls = list(by_url)
+    allowed: dict[str, frozenset[str]] = {}
+    if private_hosts:
+        for url, owners in by_url.items():
+            hosts = frozenset().union(*(private_hosts.get(r.source, frozenset()) for r in owners))
+            if hosts:
+                allowed[url] = hosts
     commit = _Committer(lake, by_url, run_id, result)
-    _run(lambda: _ingest_urls(lake, settings, urls, on_batch=commit))
+    _run(lambda: _ingest_urls(lake, settings, urls, on_batch=commit, private_hosts=allowed))
     return result

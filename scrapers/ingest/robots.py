@@ -1,11 +1,15 @@
 """robots.txt for image hosts, fetched once per host and failing closed (RFC 9309 §2.3.1).
 
 Policy, explicit and tested:
-- 200: parsed with Protego (at most `ROBOTS_MAX_BYTES`; rules past the cap are dropped);
+- 200: parsed with Protego (at most `ROBOTS_MAX_BYTES`, content-decoded with the same bound;
+  rules past the cap are dropped); its Crawl-delay for our agent paces the host's image
+  fetches, and a Crawl-delay over `max_crawl_delay` disallows the host (`crawl_delay_too_long`),
+  as the crawl does;
 - 4xx other than 429 (401 and 403 included, as Nutch and StormCrawler default): allow all;
 - 429, 5xx, timeouts, connection errors, refused addresses, more than 5 redirects:
   disallow all (`robots_unreachable`) for `robots_error_ttl` seconds, then try again.
-Redirects are followed (≤ `MAX_REDIRECTS`) but the rules apply to the original host.
+Redirects are followed (≤ `MAX_REDIRECTS`, each hop through the address guard) but the
+rules apply to the original host.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from urllib.parse import urlsplit
 import httpx
 from protego import Protego
 
-from lookbench_live.scrapers.netguard import MAX_REDIRECTS, BlockedURL, redirect_target
+from lookbench_live.scrapers.ingest.http import BadEncoding, HttpClient, ProtocolFailure, read_body
+from lookbench_live.scrapers.netguard import MAX_REDIRECTS, BlockedURL
 
 ROBOTS_MAX_BYTES = 500 * 1024
 SUCCESS_TTL_S = 24 * 3600.0
@@ -31,6 +36,7 @@ class RobotsVerdict:
     allowed: bool
     reason: str | None = None
     detail: str | None = None
+    crawl_delay: float | None = None  # seconds between requests to this host, from robots.txt
 
 
 @dataclass(slots=True)
@@ -39,72 +45,99 @@ class _Entry:
     parser: Protego | None  # None: allow all (or disallow all, see `error`)
     error: str | None = None
     reason: str = "robots_unreachable"
+    crawl_delay: float | None = None
 
 
 class RobotsCache:
-    """Per-origin robots.txt rules for one client; concurrent callers share one fetch per origin."""
+    """Per-origin robots.txt rules; concurrent callers share one fetch per origin.
 
-    def __init__(self, client: httpx.AsyncClient, *, agent: str, timeout: float, error_ttl: float):
+    `verdict(url, allow_private=True)` may fetch robots.txt from a private address (the
+    allowance the image URL itself has); verdicts with and without it are cached apart, so
+    one caller's allowance never decides another's.
+    """
+
+    def __init__(
+        self,
+        client: HttpClient,
+        *,
+        agent: str,
+        timeout: float,
+        error_ttl: float,
+        max_crawl_delay: float = 30.0,
+    ):
         self.client = client
         self.agent = agent  # the product token matched against User-agent lines
         self.timeout = timeout
         self.error_ttl = error_ttl
-        self._entries: dict[str, _Entry] = {}
-        self._loading: dict[str, asyncio.Task[_Entry]] = {}
+        self.max_crawl_delay = max_crawl_delay
+        self._entries: dict[tuple[str, bool], _Entry] = {}
+        self._loading: dict[tuple[str, bool], asyncio.Task[_Entry]] = {}
 
-    async def verdict(self, url: str) -> RobotsVerdict:
+    async def verdict(self, url: str, *, allow_private: bool = False) -> RobotsVerdict:
         parts = urlsplit(url)
         origin = f"{parts.scheme}://{parts.netloc}"
-        entry = self._entries.get(origin)
+        key = (origin, allow_private)
+        entry = self._entries.get(key)
         if entry is None or entry.expires < time.monotonic():
-            task = self._loading.get(origin)
+            task = self._loading.get(key)
             if task is None:
-                task = asyncio.ensure_future(self._load(origin))
-                self._loading[origin] = task
+                task = asyncio.ensure_future(self._load(origin, allow_private))
+                self._loading[key] = task
             # shield: a caller that times out must not cancel the fetch others wait for.
             entry = await asyncio.shield(task)
-            self._entries[origin] = entry
-            self._loading.pop(origin, None)
+            self._entries[key] = entry
+            self._loading.pop(key, None)
         if entry.error is not None:
             return RobotsVerdict(False, entry.reason, entry.error)
         if entry.parser is not None and not entry.parser.can_fetch(url, self.agent):
             return RobotsVerdict(
                 False, "robots_disallowed", f"{origin}/robots.txt disallows it for {self.agent}"
             )
-        return RobotsVerdict(True)
+        return RobotsVerdict(True, crawl_delay=entry.crawl_delay)
 
-    async def _load(self, origin: str) -> _Entry:
+    async def _load(self, origin: str, allow_private: bool) -> _Entry:
         try:
             async with asyncio.timeout(self.timeout):
-                return await self._fetch(origin)
+                return await self._fetch(origin, allow_private)
         except TimeoutError:
             return self._failed(f"{origin}/robots.txt timed out after {self.timeout}s")
         except BlockedURL as exc:
             # The host itself is refused: record that, not a robots problem.
             return self._failed(f"{origin}/robots.txt: {exc.detail}", reason=exc.reason)
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        except (ProtocolFailure, BadEncoding, OSError, httpx.InvalidURL) as exc:
             return self._failed(f"{origin}/robots.txt: {type(exc).__name__}: {exc}")
 
     def _failed(self, detail: str, reason: str = "robots_unreachable") -> _Entry:
         return _Entry(expires=time.monotonic() + self.error_ttl, parser=None, error=detail, reason=reason)
 
-    async def _fetch(self, origin: str) -> _Entry:
+    async def _fetch(self, origin: str, allow_private: bool) -> _Entry:
         url = f"{origin}/robots.txt"
         for _ in range(MAX_REDIRECTS + 1):
-            async with self.client.stream("GET", url) as response:
-                target = redirect_target(response)
+            # A redirect keeps the allowance only on the same host.
+            same_host = urlsplit(url).netloc.lower() == urlsplit(origin).netloc.lower()
+            async with self.client.get(url, allow_private=allow_private and same_host) as response:
+                target = response.redirect_target()
                 if target is not None:
                     url = target
                     continue
-                status = response.status_code
+                status = response.status
                 if status == 200:
-                    body = bytearray()
-                    async for chunk in response.aiter_bytes():
-                        body += chunk
-                        if len(body) >= ROBOTS_MAX_BYTES:
-                            break  # RFC 9309 §2.5: parse at least 500 KiB, stop at our cap
-                    text = bytes(body[:ROBOTS_MAX_BYTES]).decode("utf-8", errors="replace")
-                    return _Entry(expires=time.monotonic() + SUCCESS_TTL_S, parser=Protego.parse(text))
+                    # RFC 9309 §2.5: parse at least 500 KiB, stop at our cap.
+                    body = await read_body(response, ROBOTS_MAX_BYTES, truncate=True)
+                    parser = Protego.parse(body.decode("utf-8", errors="replace"))
+                    delay = parser.crawl_delay(self.agent)
+                    if delay is not None and delay > self.max_crawl_delay:
+                        return _Entry(
+                            expires=time.monotonic() + SUCCESS_TTL_S,
+                            parser=None,
+                            error=f"Crawl-delay {delay:g} s is over the maximum {self.max_crawl_delay:g} s",
+                            reason="crawl_delay_too_long",
+                        )
+                    return _Entry(
+                        expires=time.monotonic() + SUCCESS_TTL_S,
+                        parser=parser,
+                        crawl_delay=float(delay) if delay is not None else None,
+                    )
                 if 400 <= status < 500 and status != 429:
                     return _Entry(expires=time.monotonic() + SUCCESS_TTL_S, parser=None)
                 return self._failed(f"{url} answered HTTP {status}")

@@ -134,6 +134,7 @@ def validate_image(data: bytes, settings: IngestSettings) -> ValidImage:
             if "truncated" in str(exc):
                 raise ImageRejected("truncated", str(exc)) from None
             raise ImageRejected("decode_error", f"{type(exc).__name__}: {exc}") from None
-        except (ValueError, SyntaxError, EOFError, MemoryError) as exc:
+        except (ValueError, SyntaxError, EOFError) as exc:
             raise ImageRejected("decode_error", f"{type(exc).__name__}: {exc}") from None
+        # MemoryError propagates: the decode worker records it as `decoder_crash` and is replaced.
     return ValidImage(width=width, height=height, format=fmt, hashes=hashes)

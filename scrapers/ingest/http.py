@@ -1,0 +1,371 @@
+"""A small HTTP/1.1 client for image and robots.txt fetches: asyncio streams, keep-alive per checked address.
+
+Why not httpx here: on loopback httpx/httpcore spent about 1.8 ms of CPU per request (pool
+scans that call `getpeername` on every pooled connection, anyio wrappers, h11), more than
+decoding and hashing the image; this client spends a fraction of that (docs/benchmarks.md,
+image ingestion). It does only what image fetches need: GET, no cookies, no proxies, no
+HTTP/2, redirects returned to the caller (who re-checks every hop).
+
+The address guard is kept whole: every request's host is resolved and checked by
+`netguard.check_url` (public addresses only, unless the caller allows private ones for that
+host), and the connection goes to the checked address, never to a second resolution of the
+name. Pooled connections are keyed by that address (and by the name for TLS), so a pooled
+socket is only reused for the address it was checked for. Deadlines are the caller's
+(`asyncio.timeout` around a whole attempt); cancellation closes the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import httpx
+
+from lookbench_live.scrapers.netguard import IPAddress, check_url
+
+RESOLUTION_TTL_S = 60.0  # as netguard's transports: the pin makes reuse safe, the TTL keeps DNS fresh
+MAX_HEAD_BYTES = 64 * 1024  # status line + headers; a longer head is a protocol error
+READ_CHUNK = 256 * 1024
+MAX_IDLE_PER_ADDRESS = 64
+
+
+class ProtocolFailure(Exception):
+    """The connection broke or the server spoke something that is not HTTP/1.x."""
+
+
+class Headers:
+    """Response headers: case-insensitive, multi-valued (the subset of `httpx.Headers` callers use)."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: list[tuple[str, str]]):
+        self._items = items  # names lower-cased
+
+    def get(self, name: str, default: str = "") -> str:
+        values = self.get_list(name)
+        return ", ".join(values) if values else default
+
+    def get_list(self, name: str) -> list[str]:
+        key = name.lower()
+        return [v for k, v in self._items if k == key]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and any(k == name.lower() for k, _ in self._items)
+
+
+@dataclass(slots=True)
+class _Connection:
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    reused: bool = False
+
+    def usable(self) -> bool:
+        return not self.writer.is_closing() and not self.reader.at_eof()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+@dataclass(slots=True)
+class Response:
+    """One response; read the body with `aiter_raw()` (exactly once) inside `HttpClient.get`."""
+
+    url: str
+    status: int
+    headers: Headers
+    _connection: _Connection
+    _length: int | None  # Content-Length, or None
+    _chunked: bool
+    _keep_alive: bool
+    _done: bool = False
+    _consumed: bool = field(default=False)
+
+    def redirect_target(self) -> str | None:
+        """The absolute URL of a redirect's Location, None if this is not a redirect."""
+        if self.status not in (301, 302, 303, 307, 308):
+            return None
+        location = self.headers.get("location").strip()
+        if not location:
+            return None
+        return str(httpx.URL(self.url).join(location))  # raises httpx.InvalidURL for junk
+
+    async def aiter_raw(self) -> AsyncIterator[bytes]:
+        """The body as sent (no content decoding), in chunks; the caller enforces its own cap."""
+        self._consumed = True
+        reader = self._connection.reader
+        try:
+            if self.status in (204, 304) or 100 <= self.status < 200:
+                pass
+            elif self._chunked:
+                while True:
+                    line = await reader.readuntil(b"\r\n")
+                    size_text = line.split(b";", 1)[0].strip()
+                    try:
+                        size = int(size_text, 16)
+                    except ValueError:
+                        raise ProtocolFailure(f"bad chunk size {size_text[:20]!r}") from None
+                    if size == 0:
+                        while (await reader.readuntil(b"\r\n")) != b"\r\n":
+                            pass  # trailers
+                        break
+                    while size:
+                        data = await reader.read(min(size, READ_CHUNK))
+                        if not data:
+                            raise ProtocolFailure("connection closed inside a chunk")
+                        size -= len(data)
+                        yield data
+                    if await reader.readexactly(2) != b"\r\n":
+                        raise ProtocolFailure("chunk not followed by CRLF")
+            elif self._length is not None:
+                remaining = self._length
+                while remaining:
+                    data = await reader.read(min(remaining, READ_CHUNK))
+                    if not data:
+                        raise ProtocolFailure(f"connection closed with {remaining} bytes of the body unread")
+                    remaining -= len(data)
+                    yield data
+            else:
+                self._keep_alive = False  # the body ends when the server closes
+                while data := await reader.read(READ_CHUNK):
+                    yield data
+            self._done = True
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError) as exc:
+            raise ProtocolFailure(f"{type(exc).__name__}: {exc}") from None
+
+
+class HttpClient:
+    """Keep-alive HTTP/1.1 GETs through the address guard; close with `aclose()`."""
+
+    def __init__(self, *, user_agent: str, accept: str = "*/*", ssl_context: ssl.SSLContext | None = None):
+        self.user_agent = user_agent
+        self.accept = accept
+        self._idle: dict[tuple[str, str, int, str], list[_Connection]] = {}
+        self._resolved: dict[tuple[str, int, bool], tuple[float, list[IPAddress]]] = {}
+        # Default: the certifi bundle, as httpx (the client this replaces) verified with.
+        self._ssl: ssl.SSLContext | None = ssl_context
+
+    async def addresses(self, url: str, host: str, port: int, allow_private: bool) -> list[IPAddress]:
+        """The checked addresses of `host` (raises `netguard.BlockedURL`), cached briefly."""
+        key = (host, port, allow_private)
+        hit = self._resolved.get(key)
+        now = time.monotonic()
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        if _is_literal(host):
+            addresses = check_url(url, allow_private=allow_private)
+        else:
+            # getaddrinfo blocks; keep the event loop free while it runs.
+            addresses = await asyncio.to_thread(check_url, url, allow_private=allow_private)
+        self._resolved[key] = (now + RESOLUTION_TTL_S, addresses)
+        return addresses
+
+    def get(self, url: str, *, allow_private: bool = False) -> _Exchange:
+        """`async with client.get(url) as response:` one GET of `url` (redirects are not followed)."""
+        return _Exchange(self, url, allow_private)
+
+    async def _connect(
+        self, scheme: str, host: str, port: int, address: str, *, fresh: bool = False
+    ) -> _Connection:
+        pool = None if fresh else self._idle.get((scheme, host, port, address))
+        while pool:
+            connection = pool.pop()
+            if connection.usable():
+                connection.reused = True
+                return connection
+            connection.close()
+        if scheme == "https":
+            if self._ssl is None:
+                import certifi
+
+                self._ssl = ssl.create_default_context(cafile=certifi.where())
+            reader, writer = await asyncio.open_connection(
+                address, port, ssl=self._ssl, server_hostname=host, limit=MAX_HEAD_BYTES
+            )
+        else:
+            reader, writer = await asyncio.open_connection(address, port, limit=MAX_HEAD_BYTES)
+        return _Connection(reader, writer)
+
+    def _release(self, key: tuple[str, str, int, str], connection: _Connection) -> None:
+        pool = self._idle.setdefault(key, [])
+        if len(pool) < MAX_IDLE_PER_ADDRESS and connection.usable():
+            pool.append(connection)
+        else:
+            connection.close()
+
+    async def aclose(self) -> None:
+        for pool in self._idle.values():
+            for connection in pool:
+                connection.close()
+        self._idle.clear()
+
+
+def _is_literal(host: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+class _Exchange:
+    """The async context of one request: connection out of the pool, back in only when the body was read."""
+
+    def __init__(self, client: HttpClient, url: str, allow_private: bool):
+        self.client = client
+        self.url = url
+        self.allow_private = allow_private
+        self.response: Response | None = None
+        self.key: tuple[str, str, int, str] | None = None
+
+    async def __aenter__(self) -> Response:
+        parsed = httpx.URL(self.url)  # raises httpx.InvalidURL, as before
+        scheme = parsed.scheme
+        host = parsed.host
+        port = parsed.port or (443 if scheme == "https" else 80)
+        addresses = await self.client.addresses(self.url, host, port, self.allow_private)
+        address = str(addresses[0])
+        self.key = (scheme, host, port, address)
+        target = parsed.raw_path.decode("ascii")
+        head = (
+            f"GET {target} HTTP/1.1\r\nHost: {parsed.netloc.decode('ascii')}\r\n"
+            f"User-Agent: {self.client.user_agent}\r\nAccept: {self.client.accept}\r\n"
+            "Accept-Encoding: identity\r\nConnection: keep-alive\r\n\r\n"
+        ).encode("latin-1")
+        for attempt in range(2):
+            connection = await self.client._connect(scheme, host, port, address, fresh=attempt > 0)
+            try:
+                connection.writer.write(head)
+                status, headers, version = await _read_head(connection.reader)
+            except (ConnectionError, asyncio.IncompleteReadError, ProtocolFailure, OSError) as exc:
+                connection.close()
+                # A kept-alive socket the server closed meanwhile: one fresh try, as browsers do.
+                if connection.reused and isinstance(exc, asyncio.IncompleteReadError) and not exc.partial:
+                    continue
+                if connection.reused and isinstance(exc, ConnectionError):
+                    continue
+                if isinstance(exc, ProtocolFailure):
+                    raise
+                raise ProtocolFailure(f"{type(exc).__name__}: {exc}") from None
+            except BaseException:
+                connection.close()
+                raise
+            break
+        else:  # pragma: no cover - the second pass uses a fresh socket, which never `continue`s
+            raise ProtocolFailure("no connection")
+        transfer = headers.get("transfer-encoding").lower()
+        chunked = transfer.rsplit(",", 1)[-1].strip() == "chunked" if transfer else False
+        length: int | None = None
+        if not chunked:
+            text = headers.get("content-length").strip()
+            if text:
+                if not text.isdigit():
+                    connection.close()
+                    raise ProtocolFailure(f"bad Content-Length {text[:40]!r}")
+                length = int(text)
+        connection_header = headers.get("connection").lower()
+        keep_alive = (
+            "close" not in connection_header if version == "HTTP/1.1" else "keep-alive" in connection_header
+        )
+        self.response = Response(self.url, status, headers, connection, length, chunked, keep_alive)
+        return self.response
+
+    async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
+        response = self.response
+        if response is None:
+            return
+        connection = response._connection
+        small = response._length is not None and response._length <= 64 * 1024
+        if exc_type is None and response._keep_alive and not response._consumed and small:
+            # A redirect body nobody reads: drain a small one to keep the socket.
+            with contextlib.suppress(ProtocolFailure):
+                async for _ in response.aiter_raw():
+                    pass
+        if exc_type is None and response._done and response._keep_alive and self.key is not None:
+            self.client._release(self.key, connection)
+        else:
+            connection.close()
+
+
+async def _read_head(reader: asyncio.StreamReader) -> tuple[int, Headers, str]:
+    while True:
+        try:
+            raw = await reader.readuntil(b"\r\n\r\n")
+        except asyncio.LimitOverrunError:
+            raise ProtocolFailure(f"response head longer than {MAX_HEAD_BYTES} bytes") from None
+        lines = raw.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ", 2)
+        if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
+            raise ProtocolFailure(f"not an HTTP/1.x status line: {lines[0][:80]!r}")
+        status = int(parts[1])
+        if 100 <= status < 200 and status != 101:
+            continue  # 100 Continue and other interim answers precede the real one
+        items = []
+        for line in lines[1:]:
+            if not line:
+                continue
+            name, sep, value = line.partition(":")
+            if not sep:
+                raise ProtocolFailure(f"malformed header line {line[:80]!r}")
+            items.append((name.strip().lower(), value.strip()))
+        return status, Headers(items), parts[0]
+
+
+class BodyTooLarge(Exception):
+    """The body (after content decoding) exceeds the cap."""
+
+
+class BadEncoding(Exception):
+    """A Content-Encoding we did not ask for and cannot bound, or a corrupt compressed body."""
+
+
+async def read_body(response: Response, cap: int, *, truncate: bool = False) -> bytes:
+    """The body, content-decoded, never more than `cap` bytes held: over it raises `BodyTooLarge`
+    (or, with `truncate`, returns the first `cap` bytes).
+
+    We ask for `identity`; a gzip/deflate body is inflated with the same bound (never more
+    than `cap` + 1 bytes), other or stacked encodings raise `BadEncoding`.
+    """
+    import zlib
+
+    length = response.headers.get("content-length").strip()
+    if not truncate and length.isdigit() and int(length) > cap:
+        raise BodyTooLarge(f"Content-Length {length} exceeds max_bytes {cap}")
+    encodings = [
+        e.strip().lower()
+        for e in response.headers.get("content-encoding").split(",")
+        if e.strip() and e.strip().lower() != "identity"
+    ]
+    inflater = None
+    if encodings:
+        if len(encodings) > 1 or encodings[0] not in ("gzip", "x-gzip", "deflate"):
+            raise BadEncoding(f"Content-Encoding {encodings} is not accepted")
+        inflater = zlib.decompressobj(32 + zlib.MAX_WBITS)  # a gzip or zlib header
+    body = bytearray()
+    received = 0
+    async for chunk in response.aiter_raw():
+        received += len(chunk)
+        if inflater is None:
+            body += chunk
+        else:
+            data = chunk
+            while data:
+                try:
+                    body += inflater.decompress(data, cap + 1 - len(body))  # never past cap + 1
+                except zlib.error as exc:
+                    raise BadEncoding(f"corrupt {encodings[0]} body: {exc}") from None
+                if len(body) > cap:
+                    break
+                data = inflater.unconsumed_tail
+        if len(body) > cap or received > cap:
+            if truncate:
+                return bytes(body[:cap])
+            if inflater is not None and len(body) > cap:
+                raise BodyTooLarge(f"decoded body exceeds max_bytes {cap}")
+            raise BodyTooLarge(f"body exceeds max_bytes {cap}")
+    return bytes(body)
