@@ -170,3 +170,32 @@ def test_https_pins_the_address_and_still_verifies_the_name(
             assert response.status_code == 200 and response.content == b"pixels"
             with pytest.raises(httpx.ConnectError, match=r"certificate|hostname"):
                 client.get(f"https://other.test:{port}/a.jpg")
+
+
+def test_scrapy_connects_to_the_address_the_guard_checked(monkeypatch):
+    """Twisted resolves again when it connects; the pinned resolver answers with the checked address."""
+    import ipaddress
+
+    from twisted.internet.error import DNSLookupError
+
+    from lookbench_live.scrapers import resolver
+
+    lookups: list[str] = []
+
+    def rebinding(host: str, port: int) -> list[str]:
+        lookups.append(host)
+        return ["93.184.215.14"] if len(lookups) == 1 else ["127.0.0.1"]
+
+    monkeypatch.setattr(netguard, "resolve", rebinding)
+    checked = netguard.check_url("http://rebind.example/p")  # the middleware's check
+    resolver.pin("rebind.example", checked)
+    answers: list[str] = []
+    resolver.PinnedResolver(reactor=None, allow_private=False).getHostByName("rebind.example").addCallback(
+        answers.append
+    )
+    assert answers == ["93.184.215.14"] and lookups == ["rebind.example"]  # no second lookup
+    # A name nobody checked is checked by the resolver itself: loopback fails the lookup.
+    with pytest.raises(DNSLookupError, match="blocked_address"):
+        resolver.PinnedResolver(reactor=None, allow_private=False)._check("other.example")
+    assert resolver.pinned("other.example") is None
+    assert ipaddress.ip_address(answers[0]).is_global
