@@ -50,7 +50,7 @@ def dedup_command(
 
     settings = load_settings(config)
     lake = Lake(home or settings.lake.home)
-    with lake.writer_lock():
+    with lake.writer_lock("dedup"):
         result = run_dedup(lake, settings.dedup, run_id)
     typer.echo(json.dumps(dataclasses.asdict(result), sort_keys=True))
 

@@ -93,6 +93,9 @@ def evaluate(
 
     lake, settings = _lake(home, config)
     s = settings.evaluation
+    # Refuse before scoring when another writer holds the lake (the append below needs it).
+    with lake.writer_lock("evaluate"):
+        pass
     result = evaluate_release(
         lake,
         version,
@@ -106,7 +109,7 @@ def evaluate(
         write=False,
     )
     # Scoring may take long; the writer lock is held only for the append.
-    with lake.writer_lock():
+    with lake.writer_lock("evaluate"):
         lake.append(evaluation_records(result))
     if as_json:
         typer.echo(json.dumps(result, indent=2))
@@ -183,7 +186,7 @@ def report(
     if rewrite and in_release:
         path = lake.path("reports", version, REPORT_NAME)
     if rewrite or not lake.fs.exists(path):
-        with lake.writer_lock():
+        with lake.writer_lock("report"):
             write_report(lake, version, path, samples=settings.evaluation.report_samples)
     url = lake.url(*path[len(lake.root.rstrip("/")) + 1 :].split("/"))
     typer.echo(url)

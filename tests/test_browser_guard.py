@@ -306,6 +306,7 @@ def test_free_port_helper_is_loopback_only():
 
 def test_crawl_subprocess_environment_is_an_allowlist(tmp_path):
     from lookbench_live.scrapers.crawl import crawl_env
+
     environ = {"PATH": "/usr/bin", "HOME": "/home/w", **CANARIES, "AWS_ACCESS_KEY_ID": "id", "OTHER": "x"}
     local = crawl_env(str(tmp_path), environ)
     assert local == {"PATH": "/usr/bin", "HOME": "/home/w"}
@@ -313,4 +314,8 @@ def test_crawl_subprocess_environment_is_an_allowlist(tmp_path):
     # An object-store lake needs its credentials in the crawl (the pipeline writes there); never the API keys.
     assert remote["AWS_SECRET_ACCESS_KEY"] == CANARIES["AWS_SECRET_ACCESS_KEY"]
     assert "VLLM_API_KEY" not in remote and "OPENAI_API_KEY" not in remote and "OTHER" not in remote
-    assert not set(browser_guard.BROWSER_ENV_KEYS) & {"AWS_SECRET_ACCESS_KEY", "OPENAI_API_KEY", "VLLM_API_KEY"}
+    assert not set(browser_guard.BROWSER_ENV_KEYS) & {
+        "AWS_SECRET_ACCESS_KEY",
+        "OPENAI_API_KEY",
+        "VLLM_API_KEY",
+    }
