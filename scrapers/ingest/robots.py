@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import httpx
 from protego import Protego
 
+from lookbench_live.scrapers.bounded import ACCEPT_ENCODING, BodyTooLarge, aread_bounded
 from lookbench_live.scrapers.netguard import MAX_REDIRECTS, BlockedURL, redirect_target
 
 ROBOTS_MAX_BYTES = 500 * 1024
@@ -91,19 +92,21 @@ class RobotsCache:
     async def _fetch(self, origin: str) -> _Entry:
         url = f"{origin}/robots.txt"
         for _ in range(MAX_REDIRECTS + 1):
-            async with self.client.stream("GET", url) as response:
+            async with self.client.stream(
+                "GET", url, headers={"Accept-Encoding": ACCEPT_ENCODING}
+            ) as response:
                 target = redirect_target(response)
                 if target is not None:
                     url = target
                     continue
                 status = response.status_code
                 if status == 200:
-                    body = bytearray()
-                    async for chunk in response.aiter_bytes():
-                        body += chunk
-                        if len(body) >= ROBOTS_MAX_BYTES:
-                            break  # RFC 9309 §2.5: parse at least 500 KiB, stop at our cap
-                    text = bytes(body[:ROBOTS_MAX_BYTES]).decode("utf-8", errors="replace")
+                    try:
+                        # RFC 9309 §2.5: parse at least 500 KiB, stop at our cap — after inflating too.
+                        body = await aread_bounded(response, ROBOTS_MAX_BYTES, truncate=True)
+                    except BodyTooLarge as exc:
+                        return self._failed(f"{url}: {exc.detail}")
+                    text = body.decode("utf-8", errors="replace")
                     return _Entry(expires=time.monotonic() + SUCCESS_TTL_S, parser=Protego.parse(text))
                 if 400 <= status < 500 and status != 429:
                     return _Entry(expires=time.monotonic() + SUCCESS_TTL_S, parser=None)
