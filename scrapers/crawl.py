@@ -69,6 +69,29 @@ def state_dir(lake: Lake, site: str, run_key: str, base: str | None = None) -> P
     return Path(lake.path("crawl-state", site, safe_key))
 
 
+def ensure_private_dir(directory: Path) -> None:
+    """Create `directory` private to this user, or refuse one another user could have planted (O8).
+
+    Scrapy's JOBDIR holds pickles, and loading a pickle runs code: the folder must be ours and
+    writable by no one else, and no folder above it may let others swap it (writable by group
+    or others without the sticky bit, as /tmp has)."""
+    import stat
+
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    info = directory.stat()
+    if info.st_uid != os.geteuid():
+        raise CrawlError(f"the crawl state folder {directory} belongs to uid {info.st_uid}, not to this user")
+    os.chmod(directory, 0o700)
+    for parent in directory.resolve().parents:
+        mode = parent.stat()
+        shared = mode.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not mode.st_mode & stat.S_ISVTX
+        if shared:
+            raise CrawlError(
+                f"the crawl state folder {directory} lies under {parent}, which other users may write to; "
+                "set crawl.state_dir to a folder private to the pipeline user"
+            )
+
+
 def run_crawl(
     site: SiteSettings,
     crawl: CrawlSettings,
@@ -90,8 +113,7 @@ def run_crawl(
     """
     lake = Lake(lake_home)
     directory = Path(jobdir) if jobdir else state_dir(lake, site.name, run_key, crawl.state_dir)
-    directory.mkdir(parents=True, exist_ok=True)
-    os.chmod(directory, 0o700)
+    ensure_private_dir(directory)
     done = directory / RESULT_NAME
     if done.exists():
         return CrawlResult(**json.loads(done.read_text(encoding="utf-8")))
