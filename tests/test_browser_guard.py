@@ -319,3 +319,50 @@ def test_crawl_subprocess_environment_is_an_allowlist(tmp_path):
         "OPENAI_API_KEY",
         "VLLM_API_KEY",
     }
+
+
+LOOPS = {
+    # A JavaScript redirect loop: every render navigates again, forever.
+    "/js-loop": b"<html><body><script>const n = Number(new URLSearchParams(location.search).get('n') || 0);"
+    b"location.replace('/js-loop?n=' + (n + 1));</script></body></html>",
+    # A meta-refresh loop between two pages.
+    "/meta-a": b'<html><head><meta http-equiv="refresh" content="0;url=/meta-b"></head><body>a</body></html>',
+    "/meta-b": b'<html><head><meta http-equiv="refresh" content="0;url=/meta-a"></head><body>b</body></html>',
+}
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_refresh_and_javascript_loops_end_recorded_with_no_page_left_open(tmp_path):
+    """S11: each loop is stopped (navigation timeout or the page's render ending), recorded, and every
+    page the crawl opened is closed (scrapy-playwright's stats, dumped in the crawl log)."""
+    import re
+
+    if not shutil.which("chromium"):
+        pytest.skip("needs Debian's chromium (apt-get install -y chromium)")
+    from lookbench_live.scrapers.crawl import run_crawl
+    from lookbench_live.warehouse.lake import Lake
+
+    def handle(path: str, headers):
+        body = LOOPS.get(urlsplit(path).path)
+        return (200, {"Content-Type": "text/html"}, body) if body else (404, {}, b"")
+
+    server = Server(handle)
+    site = SiteSettings(
+        name="loops", platform="playwright", base_url=server.url + "/", allow_private_addresses=True,
+        start_paths=["/js-loop", "/meta-a"], download_delay=0,
+    )  # fmt: skip
+    try:
+        run_crawl(
+            site, CrawlSettings(autothrottle=False, download_timeout=8), str(tmp_path), "l", timeout_s=180
+        )
+    finally:
+        server.close()
+    rows = Lake(str(tmp_path)).read("rejections").to_pylist()
+    recorded = {urlsplit(r["item"]).path for r in rows}
+    assert {"/js-loop", "/meta-a"} <= recorded, rows
+    assert server.hits.count("/meta-a") + server.hits.count("/meta-b") < 200  # bounded, not endless
+    log = next(tmp_path.rglob("crawl.log")).read_text()
+    opened = int(re.search(r"'playwright/page_count': (\d+)", log).group(1))
+    closed = int(re.search(r"'playwright/page_count/closed': (\d+)", log).group(1))
+    assert opened == closed >= 2
