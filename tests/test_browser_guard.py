@@ -366,3 +366,35 @@ def test_refresh_and_javascript_loops_end_recorded_with_no_page_left_open(tmp_pa
     opened = int(re.search(r"'playwright/page_count': (\d+)", log).group(1))
     closed = int(re.search(r"'playwright/page_count/closed': (\d+)", log).group(1))
     assert opened == closed >= 2
+
+
+def test_proxy_ends_a_slow_drip_connection_at_its_deadline():
+    """C13/C14 for the browser: a server that sends headers then one byte now and then is cut at the
+    connection's deadline, whatever its per-read activity, and the cut is recorded."""
+    stop = threading.Event()
+
+    def drip(conn: socket.socket) -> None:
+        with conn:
+            conn.recv(4096)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n")
+            while not stop.wait(0.2):
+                try:
+                    conn.sendall(b"x")
+                except OSError:
+                    return
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    threading.Thread(target=lambda: drip(listener.accept()[0]), daemon=True).start()
+    sink = RefusalSink()
+    try:
+        with (
+            BrowserProxy(private_authorities={f"127.0.0.1:{port}"}, deadline_s=1.5, sink=sink) as proxy,
+            pytest.raises(httpx.HTTPError),
+            _proxied(proxy) as client,
+        ):
+            client.get(f"http://127.0.0.1:{port}/slow")
+    finally:
+        stop.set()
+        listener.close()
+    assert [r.reason for r in sink.drain()] == ["browser_timeout"]
