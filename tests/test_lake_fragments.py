@@ -45,3 +45,14 @@ def test_foreign_and_broken_files_are_skipped_and_reported(tmp_path: Path) -> No
     # Writing goes on: keys come from the good fragments, new rows land, nothing is duplicated.
     assert reader.append(_rows(4)) == 1
     assert len(Lake(tmp_path).read("rejections")) == 4
+
+
+def test_queries_skip_what_reads_skip(tmp_path: Path) -> None:
+    from lookbench_live.warehouse.query import run_query
+
+    lake = Lake(tmp_path)
+    lake.append(_rows(2))
+    table_dir = Path(lake.table_dir("rejections"))
+    (table_dir / ("part-" + "c" * 24 + ".parquet")).write_bytes(b"PAR1" + b"\0" * 64)  # no footer
+    counted = run_query(lake, "SELECT count(*) AS n FROM rejections").column("n").to_pylist()
+    assert counted == [2]

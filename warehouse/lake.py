@@ -245,8 +245,19 @@ class Lake:
         self._checked.add(path)
 
     def dataset(self, table: str) -> pads.Dataset:
+        """A lazy dataset over the committed fragments (queries); unreadable ones are skipped and
+        reported as by `read`, after reading each footer and key columns once."""
         schema = arrow_schema_of(TABLES[table])
-        files = self.fragments(table)
+        keys = TABLES[table].__key__
+        files = []
+        for path in self.fragments(table):
+            try:
+                with self.fs.open(path, "rb") as handle:
+                    self._check_keys(path, schema, keys, lambda h=handle: pq.read_schema(h))
+            except (pa.ArrowException, OSError, ValueError) as exc:
+                self._skip(path, f"unreadable fragment ({type(exc).__name__}: {str(exc)[:200]})")
+            else:
+                files.append(path)
         if not files:
             return pads.dataset(schema.empty_table())
         return pads.dataset(files, schema=schema, filesystem=self.fs, format="parquet")
