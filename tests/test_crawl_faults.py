@@ -1,0 +1,70 @@
+"""C12–C15 on the crawl (Scrapy) path: a silent server, headers then a stall, a slow drip, an endless
+chunked body, a reset mid-body and a refused connection each end as one recorded reason, in
+bounded time, with nothing stored for them."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+from ingest_server import Route, serve
+
+from lookbench_live.config import CrawlSettings, SiteSettings
+from lookbench_live.scrapers.crawl import run_crawl
+from lookbench_live.warehouse.lake import Lake
+
+FAULTS = {
+    "/silent": Route(behaviour="stall_before_headers"),  # C13: accepts, never sends a byte
+    "/stalled": Route(behaviour="stall_after_headers"),  # C13: headers, then nothing
+    "/drip": Route(behaviour="slow_drip"),  # C14: a byte now and then, forever
+    "/endless": Route(behaviour="endless_chunked"),  # C15: no length, never ends
+    "/huge": Route(body=b"", headers={"Content-Length": "5000000000"}),  # C15
+    "/reset": Route(behaviour="reset"),  # C12: connection lost mid-body
+}
+
+
+@pytest.mark.slow
+def test_misbehaving_servers_end_as_recorded_reasons(tmp_path: Path) -> None:
+    with serve({"/robots.txt": Route(status=404), **FAULTS}, max_stall=30) as server:
+        site = SiteSettings(
+            name="faults", platform="schema_org", base_url=server.base + "/", allow_private_addresses=True,
+            start_paths=list(FAULTS), download_delay=0,
+        )  # fmt: skip
+        # 20 MB, above the stalled route's declared 10 MB: it stalls instead of being refused by its length.
+        crawl = CrawlSettings(
+            autothrottle=False, download_timeout=3, download_maxsize=20_000_000, retry_times=0
+        )
+        result = run_crawl(site, crawl, str(tmp_path), "f", timeout_s=120)
+        hits = dict(server.hits)
+    reasons = {
+        r["item"].rsplit("/", 1)[1]: r["reason"]
+        for r in Lake(str(tmp_path)).read("rejections").to_pylist()
+        if r["item"].startswith(server.base) and not r["item"].endswith("/robots.txt")
+    }
+    assert reasons == {
+        "silent": "timeout",
+        "stalled": "timeout",
+        "drip": "timeout",  # the whole-request deadline, whatever the per-read activity
+        "endless": "max_size",
+        "huge": "max_size",
+        "reset": "data_loss",
+    }, reasons
+    assert all(hits[path] == 1 for path in FAULTS), hits  # retry_times=0: one attempt each
+    assert result.products_new == 0
+
+
+@pytest.mark.slow
+def test_a_refused_connection_is_recorded(tmp_path: Path) -> None:
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    site = SiteSettings(
+        name="refused", platform="schema_org", base_url=f"http://127.0.0.1:{port}/", allow_private_addresses=True,
+        start_paths=["/p"], download_delay=0,
+    )  # fmt: skip
+    crawl = CrawlSettings(autothrottle=False, download_timeout=3, retry_times=0, obey_robots=False)
+    run_crawl(site, crawl, str(tmp_path), "r", timeout_s=120)
+    reasons = {r["item"]: r["reason"] for r in Lake(str(tmp_path)).read("rejections").to_pylist()}
+    assert reasons.get(f"http://127.0.0.1:{port}/p") == "connection_refused", reasons
