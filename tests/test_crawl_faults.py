@@ -40,7 +40,7 @@ def test_misbehaving_servers_end_as_recorded_reasons(tmp_path: Path) -> None:
     reasons = {
         r["item"].rsplit("/", 1)[1]: r["reason"]
         for r in Lake(str(tmp_path)).read("rejections").to_pylist()
-        if r["item"].startswith(server.base) and not r["item"].endswith("/robots.txt")
+        if r["item"].startswith(server.base)
     }
     assert reasons == {
         "silent": "timeout",
@@ -49,6 +49,7 @@ def test_misbehaving_servers_end_as_recorded_reasons(tmp_path: Path) -> None:
         "endless": "max_size",
         "huge": "max_size",
         "reset": "data_loss",
+        "sitemap.xml": "http_404",  # no robots.txt, so /sitemap.xml was tried; there is none either
     }, reasons
     assert all(hits[path] == 1 for path in FAULTS), hits  # retry_times=0: one attempt each
     assert result.products_new == 0
@@ -68,3 +69,24 @@ def test_a_refused_connection_is_recorded(tmp_path: Path) -> None:
     run_crawl(site, crawl, str(tmp_path), "r", timeout_s=120)
     reasons = {r["item"]: r["reason"] for r in Lake(str(tmp_path)).read("rejections").to_pylist()}
     assert reasons.get(f"http://127.0.0.1:{port}/p") == "connection_refused", reasons
+
+
+@pytest.mark.slow
+def test_a_sitemap_over_the_entry_cap_is_cut_and_the_overflow_recorded(tmp_path: Path) -> None:
+    """S5: entries past `max_sitemap_urls` are not followed; the overflow is one recorded row."""
+    locs = "".join(f"<url><loc>https://elsewhere.example/p/{i}</loc></url>" for i in range(60))
+    sitemap = (
+        f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{locs}</urlset>'
+    )
+    # No robots.txt (404): allow all, and the sitemap is looked for at /sitemap.xml.
+    with serve({"/robots.txt": Route(status=404), "/sitemap.xml": Route(body=sitemap.encode())}) as server:
+        site = SiteSettings(
+            name="capped", platform="schema_org", base_url=server.base + "/", allow_private_addresses=True,
+            download_delay=0,
+        )  # fmt: skip
+        crawl = CrawlSettings(autothrottle=False, download_timeout=5, retry_times=0, max_sitemap_urls=50)
+        result = run_crawl(site, crawl, str(tmp_path), "c", timeout_s=120)
+    rows = Lake(str(tmp_path)).read("rejections").to_pylist()
+    overflow = [r for r in rows if r["reason"] == "sitemap_overflow"]
+    assert len(overflow) == 1 and overflow[0]["detail"].startswith("10 entries over the cap of 50")
+    assert result.rejections_by_reason.get("offsite") == 50  # only the first 50 were followed (and refused)
