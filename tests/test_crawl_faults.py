@@ -90,3 +90,61 @@ def test_a_sitemap_over_the_entry_cap_is_cut_and_the_overflow_recorded(tmp_path:
     overflow = [r for r in rows if r["reason"] == "sitemap_overflow"]
     assert len(overflow) == 1 and overflow[0]["detail"].startswith("10 entries over the cap of 50")
     assert result.rejections_by_reason.get("offsite") == 50  # only the first 50 were followed (and refused)
+
+
+@pytest.mark.slow
+def test_no_credentials_are_carried_and_an_offsite_redirect_is_refused(tmp_path: Path) -> None:
+    """C18: cookies a site sets are never sent back (COOKIES_ENABLED is off), no request carries
+    Authorization, and a redirect to another host is refused and recorded as `offsite` before it
+    is sent."""
+    import http.server
+    import threading
+
+    seen: list[tuple[str, str | None, str | None]] = []
+    other_hits: list[str] = []
+
+    def start(handle) -> http.server.ThreadingHTTPServer:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                status, headers = handle(self)
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server
+
+    other = start(lambda h: (other_hits.append(h.path), (200, {}))[1])
+    other_url = f"http://localhost:{other.server_address[1]}/stolen"
+
+    def site_handler(h) -> tuple[int, dict[str, str]]:
+        seen.append((h.path, h.headers.get("Cookie"), h.headers.get("Authorization")))
+        if h.path == "/set":
+            return 302, {"Set-Cookie": "session=secret-cookie; Path=/", "Location": "/next"}
+        if h.path == "/next":
+            return 302, {"Location": other_url}
+        return 404, {}
+
+    site_server = start(site_handler)
+    base = f"http://127.0.0.1:{site_server.server_address[1]}"
+    try:
+        site = SiteSettings(
+            name="creds", platform="schema_org", base_url=base + "/", allow_private_addresses=True,
+            start_paths=["/set"], download_delay=0,
+        )  # fmt: skip
+        run_crawl(
+            site, CrawlSettings(autothrottle=False, download_timeout=5, retry_times=0), str(tmp_path), "c"
+        )
+    finally:
+        site_server.shutdown()
+        other.shutdown()
+    assert ("/next", None, None) in seen and all(cookie is None and auth is None for _, cookie, auth in seen)
+    assert other_hits == []
+    reasons = {r["item"]: r["reason"] for r in Lake(str(tmp_path)).read("rejections").to_pylist()}
+    assert reasons.get(other_url) == "offsite", reasons
