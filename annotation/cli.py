@@ -31,7 +31,7 @@ def register(app: typer.Typer) -> None:
 
         settings = load_settings(config)
         lake = Lake(home or settings.lake.home)
-        with lake.writer_lock():
+        with lake.writer_lock("annotate"):
             result = run_annotation(
                 lake, settings.annotation, default_taxonomy(), run_id or f"annotate-{uuid.uuid4().hex[:12]}"
             )

@@ -25,6 +25,7 @@ import asyncio
 import email.utils
 import logging
 import random
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -169,7 +170,8 @@ class ChatEndpoint:
         max_tokens: int,
         request_id: str,
     ) -> Reply:
-        """One schema-constrained answer at temperature 0, or RequestFailed / BudgetExhausted / EndpointRefused."""
+        """One schema-constrained answer (temperature 0 where the model accepts it), or RequestFailed /
+        BudgetExhausted / EndpointRefused."""
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(self._concurrency)
         started = time.perf_counter()
@@ -187,8 +189,7 @@ class ChatEndpoint:
                                 "type": "json_schema",
                                 "json_schema": {"name": schema_name, "schema": schema},
                             },
-                            temperature=0,
-                            max_tokens=max_tokens,
+                            **sampling_arguments(self.model, max_tokens),
                             extra_headers={"X-Request-Id": request_id},
                         )
                 except (openai.APITimeoutError, TimeoutError):
@@ -236,6 +237,26 @@ class ChatEndpoint:
         raise RequestFailed(
             reason, detail, transient=True, attempts=self.max_retries + 1, latency_ms=_ms(started)
         )
+
+
+# OpenAI's reasoning models (o1, o3, o4-mini, the GPT-5 family) answer HTTP 400 to `max_tokens`
+# ("Use 'max_completion_tokens' instead") and to any `temperature` but the default 1 (X4).
+_REASONING_MODEL = re.compile(r"^(?:openai/)?(?:o1|o3|o4|gpt-5)(?:$|[-.:])", re.IGNORECASE)
+
+
+def is_reasoning_model(model: str) -> bool:
+    return bool(_REASONING_MODEL.match(model.strip()))
+
+
+def sampling_arguments(model: str, max_tokens: int) -> dict[str, Any]:
+    """The token cap and temperature the endpoint of `model` accepts.
+
+    OpenAI reasoning models: `max_completion_tokens` and no temperature (their only allowed
+    value is the default). Everything else (vLLM, older OpenAI models): `max_tokens` and
+    temperature 0, which vLLM needs for reproducible answers."""
+    if is_reasoning_model(model):
+        return {"max_completion_tokens": max_tokens}
+    return {"max_tokens": max_tokens, "temperature": 0}
 
 
 def _ms(started: float) -> float:

@@ -321,12 +321,19 @@ def run_audit(
     stored_rows: dict[tuple[Any, ...], Audit] = {}
     for record in lake.records("audits"):
         assert isinstance(record, Audit)
-        stored_rows[record.key()] = record
+        current = stored_rows.get(_base_key(record))
+        if current is None or (record.attempt or 0) > (current.attempt or 0):
+            stored_rows[_base_key(record)] = record
 
     def key(item: AuditItem) -> tuple[Any, ...]:
         return (item.sha256, item.bbox, taxonomy.version, item.annotation_model, settings.model)
 
-    todo = [item for item in sample if key(item) not in stored_rows]
+    # Items never judged, and items whose last judgement failed (X5): a failed row is retried by
+    # the next run as a new attempt, so one bad run (a 400, an outage) does not fail every later gate.
+    todo = [item for item in sample if key(item) not in stored_rows or stored_rows[key(item)].status != "ok"]
+    attempts = {
+        key(item): (stored_rows[key(item)].attempt or 0) + 1 for item in todo if key(item) in stored_rows
+    }
     endpoint = ChatEndpoint(
         base_url=settings.base_url,
         model=settings.model,
@@ -342,6 +349,8 @@ def run_audit(
     )
     try:
         new_rows = asyncio.run(_judge_all(endpoint, settings, taxonomy, todo))
+        for row in new_rows:
+            row.attempt = attempts.get(_base_key(row), 0)
     except (EndpointRefused, EndpointUnavailable) as exc:
         summary.status, summary.reason = "failed", str(exc)
         summary.gate_passed, summary.gate_reason = False, f"audit failed: {exc}"
@@ -350,7 +359,7 @@ def run_audit(
         row.run_id = run_id
     lake.append(new_rows)
     for row in new_rows:
-        stored_rows[row.key()] = row
+        stored_rows[_base_key(row)] = row
     usage = endpoint.usage
     summary.requests = usage.requests
     summary.prompt_tokens, summary.completion_tokens = usage.prompt_tokens, usage.completion_tokens
@@ -389,6 +398,10 @@ def run_audit(
         )
     summary.seconds = round(time.monotonic() - started, 3)
     return summary
+
+
+def _base_key(row: Audit) -> tuple[Any, ...]:
+    return (row.sha256, row.bbox, row.taxonomy_version, row.annotation_model, row.judge_model)
 
 
 async def _judge_all(

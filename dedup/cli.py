@@ -26,11 +26,12 @@ def hash_command(
     from lookbench_live.dedup.known import hash_files, write_hash_file
 
     result = hash_files(paths, workers=workers)
+    # One line per file not hashed, each with a plain reason (other extensions included).
+    for path, reason in result.failures:
+        typer.echo(f"skipped {path}: {reason}", err=True)
     if result.table.num_rows == 0:
         raise typer.BadParameter(f"no decodable image under {', '.join(map(str, paths))}; nothing written")
     write_hash_file(result.table, out)
-    for path, reason in result.failures[:20]:
-        typer.echo(f"skipped {path}: {reason}", err=True)
     typer.echo(f"hashed {result.table.num_rows} images into {out}; {len(result.failures)} files skipped")
 
 
@@ -50,7 +51,7 @@ def dedup_command(
 
     settings = load_settings(config)
     lake = Lake(home or settings.lake.home)
-    with lake.writer_lock():
+    with lake.writer_lock("dedup"):
         result = run_dedup(lake, settings.dedup, run_id)
     typer.echo(json.dumps(dataclasses.asdict(result), sort_keys=True))
 

@@ -9,7 +9,9 @@ the wrong distances, so such a file is refused, not half-used.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -19,13 +21,17 @@ import fsspec
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 
 from lookbench_live.dedup.index import is_hash
 from lookbench_live.schema.hashing import HASH_METHOD, hash_bytes
 from lookbench_live.warehouse.lake import atomic_write_bytes, parquet_bytes
 
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff"})
+_SUFFIX_LIST = " ".join(sorted(IMAGE_SUFFIXES))
+# External datasets are untrusted input: the same format allowlist and pixel cap as ingestion.
+HASH_FORMATS = ("JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF")
+HASH_MAX_PIXELS = 40_000_000
 HASH_FILE_SCHEMA = pa.schema(
     [
         ("path", pa.string()),
@@ -63,40 +69,91 @@ class KnownHashes:
 
 
 # ---------------------------------------------------------------------- making hash files
-def iter_image_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
-    """Image files named directly, or found recursively (sorted) under named folders."""
+def scan_image_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], list[tuple[str, str]]]:
+    """Image files named directly or found recursively (sorted) under named folders, and every
+    other file found in those folders with the reason it is not hashed."""
+    files: list[Path] = []
+    skipped: list[tuple[str, str]] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
             for found in sorted(path.rglob("*")):
-                if found.is_file() and found.suffix.lower() in IMAGE_SUFFIXES:
-                    yield found
+                if not found.is_file():
+                    continue
+                if found.suffix.lower() in IMAGE_SUFFIXES:
+                    files.append(found)
+                else:
+                    kind = f"extension {found.suffix!r}" if found.suffix else "no extension"
+                    skipped.append((str(found), f"not an image file name ({kind}; hashed: {_SUFFIX_LIST})"))
         elif path.is_file():
-            yield path
+            files.append(path)
         else:
             raise FileNotFoundError(f"{path} is neither an image file nor a folder")
+    return files, skipped
+
+
+def iter_image_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
+    """Image files named directly, or found recursively (sorted) under named folders."""
+    yield from scan_image_files(paths)[0]
+
+
+def _plain_reason(exc: BaseException) -> str:
+    """A reason a person can act on, never Pillow's object reprs (`<_io.BytesIO object at 0x…>`)."""
+    if isinstance(exc, UnidentifiedImageError):
+        return f"not a readable image (formats hashed: {', '.join(HASH_FORMATS)})"
+    if isinstance(exc, (Image.DecompressionBombError, Image.DecompressionBombWarning)):
+        return f"too many pixels (over the cap of {HASH_MAX_PIXELS:,})"
+    text = str(exc)
+    if "truncated" in text:
+        return "truncated image file"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"cannot read the file ({exc.strerror})"
+    if isinstance(exc, MemoryError):
+        return "out of memory while decoding"
+    if text and "object at 0x" not in text:
+        return f"cannot decode the image ({text[:200]})"
+    return f"cannot decode the image ({type(exc).__name__})"
 
 
 def _hash_one(path: str) -> tuple[str, str | None, str | None, str | None, str | None]:
     """(path, sha256, phash, phash_mirror, error) for one file; never raises."""
     try:
         data = Path(path).read_bytes()
-        hashes = hash_bytes(data)
-    except (OSError, ValueError, SyntaxError, EOFError, MemoryError, Image.DecompressionBombError) as exc:
-        return path, None, None, None, f"{type(exc).__name__}: {exc}"
+        if not data:
+            return path, None, None, None, "empty file"
+        with warnings.catch_warnings():
+            # Pillow only warns between 1x and 2x MAX_IMAGE_PIXELS: an error here (I2).
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data), formats=HASH_FORMATS) as header:
+                width, height = header.size
+            if width * height > HASH_MAX_PIXELS:
+                return (
+                    path,
+                    None,
+                    None,
+                    None,
+                    f"{width}x{height} is over the cap of {HASH_MAX_PIXELS:,} pixels",
+                )
+            hashes = hash_bytes(data)
+    except (
+        OSError, ValueError, SyntaxError, EOFError, MemoryError, Image.DecompressionBombError,
+        Image.DecompressionBombWarning,
+    ) as exc:  # fmt: skip
+        return path, None, None, None, _plain_reason(exc)
     return path, hashlib.sha256(data).hexdigest(), hashes.phash, hashes.phash_mirror, None
 
 
 def hash_files(paths: Sequence[str | os.PathLike[str]], *, workers: int = 1) -> HashedFiles:
-    """Hash every image file under `paths` with the pipeline's method; undecodable files are listed."""
-    files = [str(p) for p in iter_image_files(paths)]
+    """Hash every image file under `paths` with the pipeline's method; every file not hashed is
+    listed in `failures` with a plain reason (other extensions and undecodable files alike)."""
+    found, failures = scan_image_files(paths)
+    files = [str(p) for p in found]
     if workers > 1 and len(files) > 64:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             results = list(pool.map(_hash_one, files, chunksize=64))
     else:
         results = [_hash_one(f) for f in files]
     rows = {name: [] for name in HASH_FILE_SCHEMA.names}  # type: dict[str, list[str]]
-    failures: list[tuple[str, str]] = []
     for path, sha, phash, mirror, error in results:
         if error is not None or sha is None or phash is None or mirror is None:
             failures.append((path, error or "no hash"))

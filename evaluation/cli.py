@@ -93,6 +93,9 @@ def evaluate(
 
     lake, settings = _lake(home, config)
     s = settings.evaluation
+    # Refuse before scoring when another writer holds the lake (the append below needs it).
+    with lake.writer_lock("evaluate"):
+        pass
     result = evaluate_release(
         lake,
         version,
@@ -106,7 +109,7 @@ def evaluate(
         write=False,
     )
     # Scoring may take long; the writer lock is held only for the append.
-    with lake.writer_lock():
+    with lake.writer_lock("evaluate"):
         lake.append(evaluation_records(result))
     if as_json:
         typer.echo(json.dumps(result, indent=2))
@@ -189,7 +192,7 @@ def report(
         # The grids show the baseline's retrieval (embeddings from the release's cache); the
         # scores shown are the `evaluations` table's, nothing new is recorded.
         runs = [run_evaluation(lake, version)] if samples else []
-        with lake.writer_lock():
+        with lake.writer_lock("report"):
             write_report(lake, version, path, evaluations=runs, samples=samples)
     url = lake.url(*path[len(lake.root.rstrip("/")) + 1 :].split("/"))
     typer.echo(url)

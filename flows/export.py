@@ -18,6 +18,7 @@ import copy
 import hashlib
 import io
 import json
+import re
 import tarfile
 from dataclasses import dataclass, field
 
@@ -44,8 +45,25 @@ class ExportResult:
     removed: dict[str, dict[str, int]] = field(default_factory=dict)  # file -> takedown reason -> rows
 
 
+# What a manifest's file key may look like: a relative path of plain segments (R12). Keys are
+# joined to the lake and the destination; a tampered manifest must not lead either elsewhere.
+_SAFE_SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=-]{0,199}")
+
+
+def safe_relative_path(rel: object) -> str:
+    """`rel` when it is a safe relative path (plain segments, no `..`, no absolute path); else ExportError."""
+    if not isinstance(rel, str) or not rel or len(rel) > 400:
+        raise ExportError(f"manifest file key {rel!r} is not a usable relative path")
+    segments = rel.split("/")
+    if rel == MANIFEST or not all(_SAFE_SEGMENT.fullmatch(s) for s in segments):
+        raise ExportError(f"manifest file key {rel!r} is not a safe relative path; refusing to export")
+    return rel
+
+
 def _snapshot(lake: Lake, version: str) -> tuple[dict, dict[str, bytes]]:
     manifest = read_manifest(lake, version)
+    for rel in manifest["files"]:
+        safe_relative_path(rel)
     base = release_dir(lake, version)
     data = {rel: lake.fs.cat_file(f"{base}/{rel}") for rel in manifest["files"]}
     data[MANIFEST] = lake.fs.cat_file(f"{base}/{MANIFEST}")

@@ -45,7 +45,7 @@ def generate(
     lake = Lake(home or settings.lake.home)
     run_id = "generate-" + dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     columns = (TextColumn("generating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with lake.writer_lock(), Progress(*columns, transient=True) as bar:
+    with lake.writer_lock("generate"), Progress(*columns, transient=True) as bar:
         task = bar.add_task("generate", total=None)
 
         def progress(done: int, total: int) -> None:

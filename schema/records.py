@@ -332,7 +332,9 @@ class Audit(Record):
     """A judge model's verdict on one annotation, per attribute group."""
 
     __table__ = "audits"
-    __key__ = ("sha256", "bbox", "taxonomy_version", "annotation_model", "judge_model")
+    # `attempt` lets a failed judgement be retried by a later run (X5): the retry is a new row,
+    # the row with the highest attempt is the item's current outcome.
+    __key__ = ("sha256", "bbox", "taxonomy_version", "annotation_model", "judge_model", "attempt")
 
     sha256: str
     bbox: str
@@ -349,6 +351,7 @@ class Audit(Record):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     run_id: str | None = None
+    attempt: int = 0
 
 
 class Evaluation(Record):

@@ -60,7 +60,8 @@ def extract_command(
 
 
 def _fetch(url: str, allow_private: bool) -> tuple[bytes, str | None, str]:
-    """One GET through the address guard, redirects followed by hand (≤ 5 hops), 32 MiB cap."""
+    """One GET through the address guard, redirects followed by hand (≤ 5 hops), 32 MiB cap on the
+    bytes received and on what they inflate to."""
     import httpx
 
     from lookbench_live.scrapers.netguard import MAX_REDIRECTS, GuardedTransport, redirect_target
@@ -69,7 +70,9 @@ def _fetch(url: str, allow_private: bool) -> tuple[bytes, str | None, str]:
     limit = 32 * 1024 * 1024
     # The guarded transport checks each hop's resolved address and connects to that address.
     transport = GuardedTransport(allow_private=allow_private)
-    headers = {"User-Agent": f"{BOT_NAME} extract"}
+    from lookbench_live.scrapers.bounded import ACCEPT_ENCODING, BodyTooLarge, read_bounded
+
+    headers = {"User-Agent": f"{BOT_NAME} extract", "Accept-Encoding": ACCEPT_ENCODING}
     with httpx.Client(timeout=30.0, headers=headers, transport=transport, follow_redirects=False) as client:
         for _ in range(MAX_REDIRECTS + 1):
             with client.stream("GET", url) as response:
@@ -77,15 +80,14 @@ def _fetch(url: str, allow_private: bool) -> tuple[bytes, str | None, str]:
                 if target:
                     url = target
                     continue
-                chunks, size = [], 0
-                for chunk in response.iter_bytes():
-                    size += len(chunk)
-                    if size > limit:
-                        raise RuntimeError(f"{url} is larger than {limit} bytes")
-                    chunks.append(chunk)
                 if response.status_code >= 400:
                     raise RuntimeError(f"{url} answered HTTP {response.status_code}")
-                return b"".join(chunks), response.headers.get("content-type"), str(response.url)
+                try:
+                    # Raw bytes capped, each Content-Encoding layer inflated under the same cap.
+                    body = read_bounded(response, limit)
+                except BodyTooLarge as exc:
+                    raise RuntimeError(f"{url}: {exc.detail}") from None
+                return body, response.headers.get("content-type"), str(response.url)
     raise RuntimeError(f"{url}: more than {MAX_REDIRECTS} redirects")
 
 

@@ -69,6 +69,29 @@ def state_dir(lake: Lake, site: str, run_key: str, base: str | None = None) -> P
     return Path(lake.path("crawl-state", site, safe_key))
 
 
+def ensure_private_dir(directory: Path) -> None:
+    """Create `directory` private to this user, or refuse one another user could have planted (O8).
+
+    Scrapy's JOBDIR holds pickles, and loading a pickle runs code: the folder must be ours and
+    writable by no one else, and no folder above it may let others swap it (writable by group
+    or others without the sticky bit, as /tmp has)."""
+    import stat
+
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    info = directory.stat()
+    if info.st_uid != os.geteuid():
+        raise CrawlError(f"the crawl state folder {directory} belongs to uid {info.st_uid}, not to this user")
+    os.chmod(directory, 0o700)
+    for parent in directory.resolve().parents:
+        mode = parent.stat()
+        shared = mode.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not mode.st_mode & stat.S_ISVTX
+        if shared:
+            raise CrawlError(
+                f"the crawl state folder {directory} lies under {parent}, which other users may write to; "
+                "set crawl.state_dir to a folder private to the pipeline user"
+            )
+
+
 def run_crawl(
     site: SiteSettings,
     crawl: CrawlSettings,
@@ -90,8 +113,7 @@ def run_crawl(
     """
     lake = Lake(lake_home)
     directory = Path(jobdir) if jobdir else state_dir(lake, site.name, run_key, crawl.state_dir)
-    directory.mkdir(parents=True, exist_ok=True)
-    os.chmod(directory, 0o700)
+    ensure_private_dir(directory)
     done = directory / RESULT_NAME
     if done.exists():
         return CrawlResult(**json.loads(done.read_text(encoding="utf-8")))
@@ -121,7 +143,12 @@ def run_crawl(
     log_path = directory / "crawl.log"
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+            env=crawl_env(lake.home),
         )
         try:
             code = process.wait(timeout=timeout_s)
@@ -142,6 +169,29 @@ def run_crawl(
     result.resumed = resumed
     atomic_write_bytes(lake.fs, str(done), json.dumps(result.to_json()).encode())
     return result
+
+
+# What the crawl subprocess may inherit (X3): it renders untrusted pages, so no API keys, no
+# cloud credentials unless its lake is an object store (then only AWS_*, which s3fs reads).
+CRAWL_ENV_KEYS = (
+    "PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "XDG_RUNTIME_DIR",
+    "XDG_CACHE_HOME", "PLAYWRIGHT_BROWSERS_PATH", "HF_HUB_OFFLINE", "DO_NOT_TRACK",
+)  # fmt: skip
+LAKE_ENV_KEYS = (
+    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION",
+    "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE",
+    "AWS_CA_BUNDLE",
+)  # fmt: skip
+
+
+def crawl_env(lake_home: str, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The crawl subprocess's whole environment: the allowlist above, nothing else."""
+    from lookbench_live.warehouse.lake import is_local
+
+    source = dict(os.environ if environ is None else environ)
+    keys = CRAWL_ENV_KEYS + (() if is_local(lake_home) else LAKE_ENV_KEYS)
+    return {key: source[key] for key in keys if key in source}
 
 
 def _die_with_parent() -> None:
@@ -221,8 +271,25 @@ def main(argv: list[str] | None = None) -> int:
                               source=site.name, run_id=args.run_key)  # fmt: skip
         Lake(args.lake).append([rejection])
         return 0
+    proxy = None
+    if site.platform == "playwright":
+        from lookbench_live.scrapers.browser_guard import BrowserProxy
+        from lookbench_live.scrapers.settings import site_authorities
+
+        # Chromium's only way out (browser_guard.py): checked, pinned, bounded connections.
+        proxy = BrowserProxy(
+            private_authorities=site_authorities(site) if site.allow_private_addresses else set(),
+            max_bytes=crawl.download_maxsize,
+            deadline_s=crawl.download_timeout,
+        )
+        proxy.start()
     settings = crawl_settings(
-        site, crawl, lake_home=args.lake, run_key=args.run_key, state_dir=args.state_dir
+        site,
+        crawl,
+        lake_home=args.lake,
+        run_key=args.run_key,
+        state_dir=args.state_dir,
+        browser_proxy_port=proxy.port if proxy is not None else None,
     )
     settings["LOOKBENCH_SEEN_AT"] = args.seen_at
     process = CrawlerProcess(settings=settings, install_root_handler=True)
@@ -231,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     deferred = process.crawl(crawler, site=site.model_dump(), state_dir=args.state_dir, since=args.since)
     deferred.addErrback(lambda failure: failures.append(failure.getTraceback()))
     process.start()
+    if proxy is not None:
+        proxy.stop()
     reason = crawler.stats.get_value("finish_reason") if crawler.stats else None
     if failures or reason != "finished":
         print(f"crawl did not finish (finish_reason={reason}):", *failures, file=sys.stderr)

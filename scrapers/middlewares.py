@@ -60,14 +60,17 @@ class AddressGuardMiddleware:
 
     async def process_request(self, request: Request, spider: Any = None) -> None:
         from lookbench_live.scrapers.netguard import BlockedURL, check_url
+        from lookbench_live.scrapers.resolver import pin
 
         if self.allowed_hosts and _host(request.url) not in self.allowed_hosts:
             raise RefusedRequest("offsite", f"{_host(request.url)} is not a host of this site")
         try:
             # getaddrinfo blocks: resolve off the reactor thread.
-            await asyncio.to_thread(check_url, request.url, allow_private=self.allow_private)
+            addresses = await asyncio.to_thread(check_url, request.url, allow_private=self.allow_private)
         except BlockedURL as exc:
             raise RefusedRequest(exc.reason, exc.detail) from exc
+        # Twisted connects to this checked address, not to a second lookup (resolver.py).
+        pin(urlsplit(request.url).hostname or "", addresses)
 
 
 class RobotsGateMiddleware:

@@ -94,7 +94,13 @@ def _split(url: str) -> tuple[str, str, int]:
     return scheme, host, port or (443 if scheme == "https" else 80)
 
 
-def _resolve_checked(url: str, host: str, port: int, allow_private: bool) -> list[IPAddress]:
+def _resolve_checked(
+    url: str,
+    host: str,
+    port: int,
+    allow_private: bool,
+    resolver: Callable[[str, int], list[str]] | None = None,
+) -> list[IPAddress]:
     try:
         literal: IPAddress | None = ipaddress.ip_address(host)
     except ValueError:
@@ -103,7 +109,7 @@ def _resolve_checked(url: str, host: str, port: int, allow_private: bool) -> lis
         raw = [str(literal)]
     else:
         try:
-            raw = resolve(host, port)
+            raw = (resolver or resolve)(host, port)
         except (OSError, UnicodeError) as exc:
             raise BlockedURL(url, "unresolvable", f"host {host!r} does not resolve ({exc})") from exc
     addresses: list[IPAddress] = []
@@ -131,14 +137,16 @@ def check_scheme(url: str) -> None:
     _split(url)
 
 
-def check_url(url: str, *, allow_private: bool = False) -> list[IPAddress]:
+def check_url(
+    url: str, *, allow_private: bool = False, resolver: Callable[[str, int], list[str]] | None = None
+) -> list[IPAddress]:
     """The resolved addresses of `url`'s host, all public; raises `BlockedURL` otherwise.
 
     Non-http(s) schemes are refused even with `allow_private`. Connect only to an address
     from the returned list (the transports below do), never resolve the name again.
     """
     _, host, port = _split(url)
-    return _resolve_checked(url, host, port, allow_private)
+    return _resolve_checked(url, host, port, allow_private, resolver)
 
 
 def redirect_target(response: httpx.Response) -> str | None:

@@ -14,15 +14,6 @@ from lookbench_live.config import CrawlSettings, SiteSettings
 
 BOT_NAME = "lookbench-live"
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
 BASE_SETTINGS: dict[str, Any] = {
     "BOT_NAME": BOT_NAME,
     "SPIDER_MODULES": ["lookbench_live.scrapers.spiders"],
@@ -35,6 +26,8 @@ BASE_SETTINGS: dict[str, Any] = {
     "TWISTED_REACTOR": "twisted.internet.asyncioreactor.AsyncioSelectorReactor",
     "LOG_LEVEL": "INFO",
     "DNSCACHE_ENABLED": True,
+    # Twisted connects to the address the guard checked, never to a second lookup.
+    "TWISTED_DNS_RESOLVER": "lookbench_live.scrapers.resolver.PinnedResolver",
     "REDIRECT_MAX_TIMES": 5,
     "METAREFRESH_MAXDELAY": 30,
     # Only transient failures are retried (C10, C11): never 404/410/451.
@@ -61,6 +54,13 @@ def allowed_hosts(site: SiteSettings) -> list[str]:
     return [host + (f":{parts.port}" if parts.port else "")]
 
 
+def site_authorities(site: SiteSettings) -> set[str]:
+    """The site's own `host:port` (default port spelled out), as the browser proxy compares them."""
+    parts = urlsplit(site.base_url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return {f"{(parts.hostname or '').lower()}:{port}"}
+
+
 def chromium_path() -> str:
     """Debian's chromium, or a clear error saying how to install it."""
     path = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -79,8 +79,12 @@ def crawl_settings(
     lake_home: str,
     run_key: str,
     state_dir: str,
+    browser_proxy_port: int | None = None,
 ) -> dict[str, Any]:
-    """All Scrapy settings of one site's crawl."""
+    """All Scrapy settings of one site's crawl.
+
+    A playwright site needs `browser_proxy_port`, the port of the crawl's `BrowserProxy`
+    (browser_guard.py): Chromium reaches the network only through it."""
     settings = dict(BASE_SETTINGS)
     settings.update(
         {
@@ -114,7 +118,12 @@ def crawl_settings(
         }
     )
     if site.platform == "playwright":
+        from lookbench_live.scrapers.browser_guard import browser_env, chromium_args, sandbox_available
+
+        if browser_proxy_port is None:
+            raise ValueError("a playwright crawl needs the browser proxy (browser_guard.BrowserProxy)")
         timeout_ms = int(crawl.download_timeout * 1000)
+        sandbox = sandbox_available()
         settings.update(
             {
                 "DOWNLOAD_HANDLERS": {
@@ -124,10 +133,15 @@ def crawl_settings(
                 "PLAYWRIGHT_BROWSER_TYPE": "chromium",
                 "PLAYWRIGHT_LAUNCH_OPTIONS": {
                     "executable_path": chromium_path(),
-                    "args": CHROMIUM_ARGS,
+                    "args": chromium_args(browser_proxy_port, sandbox=sandbox),
+                    "chromium_sandbox": sandbox,
+                    # Only what Chromium needs: no AWS_*, no API keys (X3).
+                    "env": browser_env(),
                     "headless": True,
                     "timeout": timeout_ms,
                 },
+                # Service workers would outlive the page and fetch on their own (X2).
+                "PLAYWRIGHT_CONTEXTS": {"default": {"service_workers": "block"}},
                 "PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT": timeout_ms,
                 "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT": max(1, min(site.concurrency, 4)),
                 # Sub-requests of a page bypass Scrapy's middlewares (scrapy-playwright README):

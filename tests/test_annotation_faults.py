@@ -227,6 +227,26 @@ def test_spend_cap_stops_sending(fx, server):
     assert result.cost_usd >= 0.0001 and result.deferred > 0 and "spend cap" in (result.stopped_reason or "")
 
 
-def test_endpoint_request_failed_carries_reason():
-    error = RequestFailed("llm_http_404", "no such model", transient=False, attempts=1)
-    assert error.reason == "llm_http_404" and "no such model" in str(error)
+def test_a_404_from_the_server_fails_once_with_its_reason(server):
+    """A terminal status is not retried (O10): the endpoint raises after one request, carrying the
+    status as the reason and the server's message as the detail."""
+    server.inject("y" * 64, "404", sticky=True)
+
+    async def go() -> RequestFailed:
+        endpoint = ChatEndpoint(
+            base_url=server.base_url, model="m", api_key=None, timeout=2, max_retries=3, concurrency=1
+        )
+        schema = {"type": "object", "properties": {"a": {"type": "string", "enum": ["x"]}}}
+        try:
+            await endpoint.complete(
+                [], schema_name="t", schema=schema, max_tokens=16, request_id="y" * 64 + "||t"
+            )
+        except RequestFailed as exc:
+            return exc
+        finally:
+            await endpoint.close()
+        raise AssertionError("a 404 must raise RequestFailed")
+
+    error = asyncio.run(go())
+    assert (error.reason, error.transient, error.attempts) == ("llm_http_404", False, 1)
+    assert "injected 404" in error.detail and server.requests_for("y" * 64) == 1

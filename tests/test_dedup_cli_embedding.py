@@ -29,6 +29,7 @@ def test_hash_command_writes_the_documented_columns(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["hash", str(tmp_path / "dataset"), str(single), "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "hashed 2 images" in result.output and "1 files skipped" in result.output
+    assert "skipped " in result.output and "b.png: not a readable image" in result.output
     table = pq.read_table(out)
     assert table.column_names == ["path", "sha256", "phash", "phash_mirror", "method"]
     rows = {Path(r["path"]).name: r for r in table.to_pylist()}
@@ -38,6 +39,47 @@ def test_hash_command_writes_the_documented_columns(tmp_path: Path) -> None:
     )
     assert all(len(r["phash"]) == 16 and r["phash"] == r["phash"].lower() for r in rows.values())
     assert {r["method"] for r in rows.values()} == {HASH_METHOD}
+
+
+def test_every_file_not_hashed_gets_one_plain_line(tmp_path: Path) -> None:
+    """External datasets are untrusted: the pixel cap applies, other extensions are named, and no
+    reason is Pillow's internals (`<_io.BytesIO object at 0x…>`)."""
+    import io
+
+    from PIL import Image
+
+    folder = tmp_path / "dataset"
+    folder.mkdir()
+    (folder / "ok.jpg").write_bytes(jpeg(photo(0)))
+    (folder / "notes.txt").write_text("hello")
+    (folder / "Makefile").write_text("all:")
+    (folder / "broken.png").write_bytes(b"broken")
+    (folder / "empty.jpg").write_bytes(b"")
+    (folder / "half.jpg").write_bytes(jpeg(photo(1))[:600])
+    huge = io.BytesIO()
+    Image.new("1", (8000, 6000)).save(huge, "PNG")  # 48 MP: under Pillow's own limit, over ours
+    (folder / "huge.png").write_bytes(huge.getvalue())
+    eps = tmp_path / "dataset" / "fake.jpg"
+    eps.write_bytes(b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 10 10\n")
+    result = CliRunner().invoke(app, ["hash", str(folder), "--out", str(tmp_path / "h.parquet")])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("skipped ")]
+    named = {Path(line.split(":", 1)[0].removeprefix("skipped ")).name: line for line in lines}
+    assert set(named) == {
+        "notes.txt",
+        "Makefile",
+        "broken.png",
+        "empty.jpg",
+        "half.jpg",
+        "huge.png",
+        "fake.jpg",
+    }
+    assert len(lines) == len(named)  # one line each
+    assert "not an image file name" in named["notes.txt"] and "not a readable image" in named["broken.png"]
+    assert "empty file" in named["empty.jpg"] and "over the cap" in named["huge.png"]
+    assert "not a readable image" in named["fake.jpg"]  # EPS never reaches Ghostscript
+    assert not any("object at 0x" in line or "BytesIO" in line for line in lines), lines
+    assert "hashed 1 images" in result.output and "7 files skipped" in result.output
 
 
 def test_hash_command_refuses_a_missing_path(tmp_path: Path) -> None:

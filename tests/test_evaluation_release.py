@@ -10,7 +10,6 @@ import pyarrow.parquet as pq
 import pytest
 from evaluation_fixtures import BLUE, GREEN, RED, T0, make_release, row, sample_rows
 
-from lookbench_live.evaluation import evaluate as evaluate_mod
 from lookbench_live.evaluation.baseline import BASELINE_NAME, BaselineEmbedder
 from lookbench_live.evaluation.evaluate import evaluate_release, metric_names
 from lookbench_live.evaluation.vectors import EmbeddingsError, cache_path, load_cache
@@ -179,7 +178,3 @@ def test_baseline_is_deterministic():
     first = BaselineEmbedder().embed(data)
     assert np.array_equal(first, BaselineEmbedder().embed(data))
     assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)
-
-
-def test_module_exports_evaluate_release():
-    assert evaluate_mod.evaluate_release is evaluate_release

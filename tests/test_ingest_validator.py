@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from ingest_fixtures import EPS, HTML, SVG, animated_gif, encoded, jpeg, jpeg_with_gps, png_claiming
+from ingest_fixtures import EPS, HTML, SVG, animated_gif, encoded, jpeg, png_claiming
 from PIL import Image
 
 from lookbench_live.config import IngestSettings
@@ -78,9 +78,3 @@ def test_extreme_shapes() -> None:
 def test_animation_decodes_first_frame_only() -> None:
     valid = validate_image(animated_gif(frames=60), SETTINGS)
     assert (valid.format, valid.width) == ("GIF", 96)
-
-
-def test_metadata_is_not_part_of_the_result() -> None:
-    valid = validate_image(jpeg_with_gps(), SETTINGS)
-    text = repr(valid)
-    assert "script" not in text and "48" not in text.replace(valid.hashes.method, "")

@@ -126,3 +126,56 @@ def test_no_judge_configured_skips_with_a_reason(tmp_path: Path, monkeypatch):
     assert summary.status == "skipped" and "OPENAI_API_KEY" in (summary.reason or "")
     assert summary.overall is None and summary.gate_passed is None
     assert list(Lake(tmp_path / "lake").records("audits")) == []
+
+
+def test_loopback_judge_rejects_what_openais_api_rejects():
+    """The fake judge answers a GPT-5 request carrying `max_tokens` or `temperature=0` with the API's own
+    400 body (X4); a vLLM-served model name accepts both."""
+    import openai
+
+    with LoopbackServer(model="gpt-5.1") as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        message = [{"role": "user", "content": "hi"}]
+        with pytest.raises(openai.BadRequestError) as too_old:
+            client.chat.completions.create(model="gpt-5.1", messages=message, max_tokens=10)
+        assert too_old.value.body["code"] == "unsupported_parameter"  # type: ignore[index]
+        assert "Use 'max_completion_tokens' instead" in str(too_old.value)
+        with pytest.raises(openai.BadRequestError, match=r"'temperature' does not support 0 with this model"):
+            client.chat.completions.create(model="gpt-5.1", messages=message, temperature=0)
+        ok = client.chat.completions.create(model="qwen2-vl", messages=message, max_tokens=10, temperature=0)
+        assert ok.choices
+        client.close()
+
+
+def test_a_gpt5_judge_gets_verdicts(tmp_path: Path):
+    """The default judge family: the audit sends `max_completion_tokens` and no temperature."""
+    lake = Lake(tmp_path / "lake")
+    with LoopbackServer(model="gpt-5.1") as server:
+        server.state.keep_bodies = True
+        summary = run_audit(lake, judge_settings(server, model="gpt-5.1"), TAXONOMY, items(30), "a1")
+        bodies = list(server.bodies)
+        assert server.rejected_parameters == []
+    assert summary.status == "ok" and summary.failed == {} and summary.audited == summary.sampled > 0
+    assert bodies and all("max_completion_tokens" in b and "max_tokens" not in b for b in bodies)
+    assert all("temperature" not in b for b in bodies)
+
+
+def test_failed_audit_rows_are_retried_by_the_next_run(tmp_path: Path):
+    """X5: a judgement that failed (here a 400) is tried again by the next audit, not kept as failed forever."""
+    lake = Lake(tmp_path / "lake")
+    population = items(30)
+    settings = judge_settings(LoopbackServer(), ci_half_width=0.1, max_items=30)
+    with LoopbackServer(model="judge") as server:
+        server.inject(population[0].sha256, "400", sticky=True)
+        first = run_audit(
+            lake, settings.model_copy(update={"base_url": server.base_url}), TAXONOMY, population, "a1"
+        )
+    assert first.failed == {"llm_http_400": 1}
+    with LoopbackServer(model="judge") as server:
+        second = run_audit(
+            lake, settings.model_copy(update={"base_url": server.base_url}), TAXONOMY, population, "a2"
+        )
+        assert server.total == 1  # only the failed item is sent again
+    assert second.failed == {} and second.audited == 30
+    rows = [r for r in lake.records("audits") if r.sha256 == population[0].sha256]
+    assert sorted((r.attempt, r.status) for r in rows) == [(0, "failed"), (1, "ok")]

@@ -120,21 +120,26 @@ def test_dns_rebinding_cannot_swap_the_checked_address(monkeypatch: pytest.Monke
 
 
 def test_redirect_to_loopback_is_refused_at_the_hop(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A "public" page (resolved to the test server through a patched resolver only for that
-    # name, allowed by pretending it is public) redirecting to 127.0.0.1 must be refused.
-    with serve({"/r": Route(status=302, headers={"Location": "http://127.0.0.1:9/admin"})}) as server:
-        port = server.server_address[1]
-        blocked_phase = [False]
-        monkeypatch.setattr(netguard, "resolve", lambda host, p: ["127.0.0.1"])
-        monkeypatch.setattr(netguard, "is_public", lambda a: str(a) == "127.0.0.1" and not blocked_phase[0])
-        with httpx.Client(transport=GuardedTransport()) as client:
-            first = client.get(f"http://public.example:{port}/r")
-            target = redirect_target(first)
-            assert target == "http://127.0.0.1:9/admin"
-            blocked_phase[0] = True
-            with pytest.raises(BlockedURL) as info:
-                client.get(target)
-            assert info.value.reason == "blocked_address"
+    """The real check (no patched `is_public`): a public page's 302 to 127.0.0.1 is refused before
+    any connection, and the first hop went to the address the guard checked, Host kept."""
+    monkeypatch.setattr(netguard, "resolve", lambda host, p: ["93.184.215.14"])  # a public address
+    sent: list[httpx.Request] = []
+
+    def origin(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(302, headers={"Location": "http://127.0.0.1:9/admin"})
+
+    transport = GuardedTransport()
+    monkeypatch.setattr(transport, "_inner", lambda request: httpx.MockTransport(origin))
+    with httpx.Client(transport=transport) as client:
+        first = client.get("http://public.example/r")
+        target = redirect_target(first)
+        assert target == "http://127.0.0.1:9/admin"
+        with pytest.raises(BlockedURL) as info:
+            client.get(target)
+    assert info.value.reason == "blocked_address"
+    assert [str(r.url) for r in sent] == ["http://93.184.215.14/r"]  # pinned; the hop never sent
+    assert sent[0].headers["host"] == "public.example"
 
 
 def test_redirect_target_resolves_relative_locations() -> None:
@@ -170,3 +175,32 @@ def test_https_pins_the_address_and_still_verifies_the_name(
             assert response.status_code == 200 and response.content == b"pixels"
             with pytest.raises(httpx.ConnectError, match=r"certificate|hostname"):
                 client.get(f"https://other.test:{port}/a.jpg")
+
+
+def test_scrapy_connects_to_the_address_the_guard_checked(monkeypatch):
+    """Twisted resolves again when it connects; the pinned resolver answers with the checked address."""
+    import ipaddress
+
+    from twisted.internet.error import DNSLookupError
+
+    from lookbench_live.scrapers import resolver
+
+    lookups: list[str] = []
+
+    def rebinding(host: str, port: int) -> list[str]:
+        lookups.append(host)
+        return ["93.184.215.14"] if len(lookups) == 1 else ["127.0.0.1"]
+
+    monkeypatch.setattr(netguard, "resolve", rebinding)
+    checked = netguard.check_url("http://rebind.example/p")  # the middleware's check
+    resolver.pin("rebind.example", checked)
+    answers: list[str] = []
+    resolver.PinnedResolver(reactor=None, allow_private=False).getHostByName("rebind.example").addCallback(
+        answers.append
+    )
+    assert answers == ["93.184.215.14"] and lookups == ["rebind.example"]  # no second lookup
+    # A name nobody checked is checked by the resolver itself: loopback fails the lookup.
+    with pytest.raises(DNSLookupError, match="blocked_address"):
+        resolver.PinnedResolver(reactor=None, allow_private=False)._check("other.example")
+    assert resolver.pinned("other.example") is None
+    assert ipaddress.ip_address(answers[0]).is_global

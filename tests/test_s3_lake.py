@@ -328,3 +328,45 @@ def test_writer_lock_on_s3_is_exclusive_and_released(bucket: str) -> None:
         pass
     with lake.writer_lock("flow"):  # released: a second holder gets it
         pass
+
+
+def test_a_killed_holders_s3_lock_is_taken_over_after_its_lease(bucket: str) -> None:
+    """A holder killed with SIGKILL leaves its lock object; its lease runs out; the next writer
+    takes it over (conditional PUT on the expired ETag) and records the takeover."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    home = f"s3://{bucket}/lease-lake"
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time\n"
+         "from lookbench_live.warehouse.lake import Lake\n"
+         f"with Lake({home!r}).writer_lock('refresh-flow', lease_s=3):\n"
+         "    print('held', flush=True); time.sleep(600)\n"],
+        stdout=subprocess.PIPE, text=True, env=dict(os.environ),
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        # Alive and renewing: refused, naming the holder, even after several leases.
+        time.sleep(4)
+        with (
+            pytest.raises(LakeError, match=r"refresh-flow \(pid \d+"),
+            Lake(home).writer_lock("release build"),
+        ):
+            pass
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    lock = _raw_fs().cat_file(f"{bucket}/lease-lake/locks/writer.lock")
+    assert json.loads(lock)["pid"] == holder.pid  # the killed holder's lock is still there
+    time.sleep(3.5)  # its lease runs out
+    with Lake(home).writer_lock("release build"):
+        pass
+    rows = Lake(home).read("rejections").to_pylist()
+    assert [r["reason"] for r in rows] == ["lock_taken_over"]
+    assert "refresh-flow" in rows[0]["detail"] and str(holder.pid) in rows[0]["detail"]
+    assert not _raw_fs().exists(f"{bucket}/lease-lake/locks/writer.lock")  # released after use

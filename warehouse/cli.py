@@ -59,7 +59,7 @@ def build(
     settings = load_settings(config)
     lake = Lake(home or settings.lake.home)
     start, end = parse_window(window)
-    with lake.writer_lock():
+    with lake.writer_lock("release build"):
         result = build_release(
             lake,
             version=version,

@@ -18,9 +18,13 @@ Guarantees a stage can rely on:
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import io
+import json
+import logging
 import os
+import re
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -32,7 +36,9 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from lookbench_live.schema.records import TABLES, Record, arrow_schema_of, to_arrow
+from lookbench_live.schema.records import TABLES, Record, Rejection, arrow_schema_of, to_arrow
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_HOME = "./lookbench-data"
 # Fixed writer options: together with a stable row order they make files reproducible.
@@ -103,6 +109,9 @@ class Lake:
         self.fs, self.root = fsspec.core.url_to_fs(self.home, **options)
         self.fs.makedirs(self.root, exist_ok=True)
         self._key_cache: dict[str, tuple[frozenset[str], set[tuple[Any, ...]]]] = {}
+        # Files under tables/ that are not committed fragments: path → reason (reported once).
+        self.skipped: dict[str, str] = {}
+        self._checked: set[str] = set()
 
     # ------------------------------------------------------------------ paths
     def path(self, *parts: str) -> str:
@@ -150,37 +159,105 @@ class Lake:
         return self.path("tables", table)
 
     def fragments(self, table: str) -> list[str]:
-        """Committed fragments of a table, in name order (temp files are never listed)."""
+        """Committed fragments of a table, in name order.
+
+        Only names `append` writes (`part-<24 hex>.parquet`) count; temp files are ignored
+        silently, anything else foreign is skipped and reported (`skipped`, a warning), and so
+        is a fragment found unreadable by `read`."""
         directory = self.table_dir(table)
         try:
             # One listing request; an `exists` check first would cost two more on object stores.
             listed = self.fs.ls(directory, detail=False)
         except FileNotFoundError:
             return []
-        return sorted(p for p in listed if _is_fragment(p))
+        kept = []
+        for path in sorted(listed):
+            name = os.path.basename(path)
+            if name.startswith("."):
+                continue  # a killed writer's temp file: `reconcile()` deletes it
+            if not FRAGMENT_NAME.fullmatch(name):
+                self._skip(path, "not a fragment written by the lake (foreign name)")
+            elif path not in self.skipped:
+                kept.append(path)
+        return kept
+
+    def _skip(self, path: str, reason: str) -> None:
+        if path not in self.skipped:
+            self.skipped[path] = reason
+            logger.warning("lake %s: skipped %s: %s", self.home, path, reason)
 
     def read(self, table: str, columns: Sequence[str] | None = None) -> pa.Table:
-        """The whole table (all fragments) with the record's current schema."""
+        """The whole table (all committed fragments) with the record's current schema.
+
+        One foreign, footer-less or mistyped file never breaks the table: when the fragments
+        cannot be read together, each is tried alone and those that fail are skipped and
+        reported (`skipped`)."""
         schema = arrow_schema_of(TABLES[table])
         files = self.fragments(table)
+        keys = TABLES[table].__key__
+        try:
+            return self._read_files(files, schema, columns, keys)
+        except (pa.ArrowException, OSError, ValueError):
+            pass
+        good = []
+        for path in files:
+            try:
+                self._read_files([path], schema, columns, keys)
+            except (pa.ArrowException, OSError, ValueError) as exc:
+                self._skip(path, f"unreadable fragment ({type(exc).__name__}: {str(exc)[:200]})")
+            else:
+                good.append(path)
+        return self._read_files(good, schema, columns, keys)
+
+    def _read_files(
+        self, files: list[str], schema: pa.Schema, columns: Sequence[str] | None, keys: Sequence[str] = ()
+    ) -> pa.Table:
+        files = [f for f in files if f not in self.skipped]
         if not files:
             empty = schema.empty_table()
             return empty.select(list(columns)) if columns else empty
         if self.local:
+            for path in files:
+                self._check_keys(path, schema, keys, lambda p=path: pq.read_schema(p))
             dataset = pads.dataset(files, schema=schema, filesystem=self.fs, format="parquet")
         else:
             # Object stores: one GET per fragment, issued concurrently by the client, instead of
             # pyarrow's per-file metadata request and ranged reads through fsspec (without a
             # listings cache those cost several round trips per fragment).
             blobs = self.fs.cat(files)
+            for path in files:
+                self._check_keys(path, schema, keys, lambda p=path: pq.read_schema(pa.BufferReader(blobs[p])))
             parquet = pads.ParquetFileFormat()
             fragments = [parquet.make_fragment(pa.BufferReader(blobs[path])) for path in files]
             dataset = pads.FileSystemDataset(fragments, schema=schema, format=parquet)
         return dataset.to_table(columns=list(columns) if columns else None)
 
+    def _check_keys(self, path: str, schema: pa.Schema, keys: Sequence[str], read_schema: Any) -> None:
+        """A fragment must carry the table's key columns with their types (a foreign file may not);
+        checked once per fragment (fragments are immutable), raising `ValueError` otherwise."""
+        if not keys or path in self._checked:
+            return
+        found = read_schema()
+        for name in keys:
+            index = found.get_field_index(name)
+            if index < 0 or found.field(index).type != schema.field(name).type:
+                raise ValueError(f"key column {name!r} is missing or not {schema.field(name).type}")
+        self._checked.add(path)
+
     def dataset(self, table: str) -> pads.Dataset:
+        """A lazy dataset over the committed fragments (queries); unreadable ones are skipped and
+        reported as by `read`, after reading each footer and key columns once."""
         schema = arrow_schema_of(TABLES[table])
-        files = self.fragments(table)
+        keys = TABLES[table].__key__
+        files = []
+        for path in self.fragments(table):
+            try:
+                with self.fs.open(path, "rb") as handle:
+                    self._check_keys(path, schema, keys, lambda h=handle: pq.read_schema(h))
+            except (pa.ArrowException, OSError, ValueError) as exc:
+                self._skip(path, f"unreadable fragment ({type(exc).__name__}: {str(exc)[:200]})")
+            else:
+                files.append(path)
         if not files:
             return pads.dataset(schema.empty_table())
         return pads.dataset(files, schema=schema, filesystem=self.fs, format="parquet")
@@ -251,56 +328,177 @@ class Lake:
         return removed
 
     @contextmanager
-    def writer_lock(self, name: str = "lake") -> Iterator[None]:
-        """Exclusive lock for the one writer process.
+    def writer_lock(self, name: str = "lake", *, lease_s: float | None = None) -> Iterator[None]:
+        """The one writer lock of this lake, whoever writes (X6).
 
-        Local lakes: an `flock`, released by the kernel even when the holder is killed.
-        Object stores: a lock object created only if absent (a conditional PUT); a killed
-        holder leaves it behind, and the next writer fails naming it, to be deleted by hand
-        once no run is active.
+        Every writer — the flows and each CLI writer (`release build`, `dedup`, `annotate`,
+        `generate`, `evaluate`) — takes the same lock `locks/writer.lock`; `name` says who
+        holds it, and a refused writer's error names the holder (what, pid, host, since).
+
+        Local lakes: an `flock`, released by the kernel when the holder dies; the holder is
+        written into the file, so a later writer that finds a holder record no one released
+        reports the takeover. Object stores: a lock object created only if absent (a
+        conditional PUT) carrying a lease that a heartbeat thread renews (a conditional PUT on
+        the holder's own ETag); once a killed holder's lease has expired, a later writer takes
+        the lock over with a conditional PUT on the expired ETag, so of two takers one wins.
+        Takeovers are logged and recorded as a `rejections` row (stage `lock`, reason
+        `lock_taken_over`).
         """
+        lease = float(lease_s if lease_s is not None else LOCK_LEASE_S)
         if not self.local:
-            yield from self._object_store_lock(name)
+            yield from self._object_store_lock(name, lease)
             return
         import fcntl
 
         lock_dir = self.path("locks")
         os.makedirs(lock_dir, exist_ok=True)
-        with open(os.path.join(lock_dir, f"{name}.lock"), "w") as handle:
+        # "a+": opening must not truncate the holder record another process wrote.
+        with open(os.path.join(lock_dir, WRITER_LOCK), "a+", encoding="utf-8") as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError as exc:
+                handle.seek(0)
                 raise LakeError(
-                    f"another lookbench-live process holds the writer lock of {self.home} ({name}); "
-                    "wait for it to finish"
+                    f"another lookbench-live writer holds the writer lock of {self.home}: "
+                    f"{_describe_holder(handle.read())}; wait for it to finish"
                 ) from exc
             try:
+                handle.seek(0)
+                previous = handle.read().strip()
+                if previous:
+                    # The kernel freed the lock of a holder that never released it: it was killed.
+                    self._record_takeover(os.path.join(lock_dir, WRITER_LOCK), previous)
+                handle.seek(0)
+                handle.truncate()
+                handle.write(json.dumps(_holder(name, lease)))
+                handle.flush()
                 yield
             finally:
+                handle.seek(0)
+                handle.truncate()
+                handle.flush()
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def _object_store_lock(self, name: str) -> Iterator[None]:
-        import json
-        import socket
+    def _record_takeover(self, where: str, previous: str) -> None:
+        detail = f"took over the writer lock from {_describe_holder(previous)}"
+        logger.warning("lake %s: %s", self.home, detail)
+        self.append(
+            [Rejection(stage="lock", item=f"{where}@{_utc_now()}", reason="lock_taken_over", detail=detail)]
+        )
 
-        path = self.path("locks", f"{name}.lock")
-        holder = {"host": socket.gethostname(), "pid": os.getpid(), "id": uuid.uuid4().hex}
+    def _object_store_lock(self, name: str, lease: float) -> Iterator[None]:
+        import threading
+
+        path = self.path("locks", WRITER_LOCK)
+        where = self.url("locks", WRITER_LOCK)
+        bucket, key, _ = self.fs.split_path(path)
+        holder = _holder(name, lease)
         try:
             # A conditional PUT (If-None-Match: *): of two writers racing, exactly one succeeds.
-            self.fs.pipe_file(path, json.dumps(holder).encode(), mode="create")
+            etag = self.fs.pipe_file(path, json.dumps(holder).encode(), mode="create")["ETag"]
+            previous = None
         except (FileExistsError, OSError) as exc:
-            if not isinstance(exc, FileExistsError) and "PreconditionFailed" not in repr(exc):
+            if not _precondition_failed(exc):
                 raise
-            raise LakeError(
-                f"another lookbench-live process holds the writer lock of {self.home} ({self.url('locks', name)}.lock); "
-                "wait for it to finish, or delete that object if no run is active (a killed run leaves it)"
-            ) from exc
+            etag, previous = self._take_over_expired(path, where, holder)
+        if previous is not None:
+            self._record_takeover(where, previous)
+        state = {"etag": etag, "lost": ""}
+        stop = threading.Event()
+
+        def heartbeat() -> None:
+            while not stop.wait(lease / 3):
+                try:
+                    renewed = {**holder, "expires_at": _utc_now(lease)}
+                    state["etag"] = self.fs.pipe_file(
+                        path, json.dumps(renewed).encode(), IfMatch=state["etag"]
+                    )["ETag"]
+                except Exception as exc:  # the lock was taken over, or the store is unreachable
+                    if _precondition_failed(exc):
+                        state["lost"] = "another writer took the lock over"
+                        logger.error("lake %s: lost the writer lock (%s)", self.home, state["lost"])
+                        return
+                    logger.warning("lake %s: could not renew the writer lock: %s", self.home, exc)
+
+        beat = threading.Thread(target=heartbeat, name="lake-lock-heartbeat", daemon=True)
+        beat.start()
         try:
             yield
         finally:
-            self.fs.rm_file(path)
+            stop.set()
+            beat.join()
+            if not state["lost"]:
+                try:
+                    self.fs.call_s3("delete_object", Bucket=bucket, Key=key, IfMatch=state["etag"])
+                except Exception as exc:
+                    if not _precondition_failed(exc):
+                        raise
+            self.fs.invalidate_cache(path)
+        if state["lost"]:
+            raise LakeError(f"the writer lock of {self.home} was lost while held ({state['lost']}); rerun")
+
+    def _take_over_expired(self, path: str, where: str, holder: dict[str, Any]) -> tuple[str, str]:
+        """Replace an expired lock object (conditional on its ETag); a live one refuses."""
+        self.fs.invalidate_cache(path)
+        try:
+            info = self.fs.info(path)
+            current = self.fs.cat_file(path).decode("utf-8", "replace")
+        except FileNotFoundError:
+            current, info = "", {}
+        refused = LakeError(
+            f"another lookbench-live writer holds the writer lock of {self.home} ({where}): "
+            f"{_describe_holder(current)}; wait for it to finish (a killed holder's lock is taken over once "
+            "its lease expires)"
+        )
+        try:
+            expires = dt.datetime.fromisoformat(json.loads(current)["expires_at"])
+        except (ValueError, KeyError, TypeError):
+            expires = None  # unreadable: treat as expired only if it is older than a lease
+        if expires is not None and expires > dt.datetime.now(dt.UTC):
+            raise refused
+        try:
+            out = (
+                self.fs.pipe_file(path, json.dumps(holder).encode(), IfMatch=info.get("ETag", ""))
+                if info
+                else self.fs.pipe_file(path, json.dumps(holder).encode(), mode="create")
+            )
+        except (FileExistsError, OSError) as exc:
+            if _precondition_failed(exc):
+                raise refused from exc  # another writer took it over first
+            raise
+        return out["ETag"], current
 
 
-def _is_fragment(path: str) -> bool:
-    name = os.path.basename(path)
-    return name.endswith(".parquet") and not name.startswith(".")
+LOCK_LEASE_S = 120.0
+FRAGMENT_NAME = re.compile(r"part-[0-9a-f]{24}\.parquet")
+WRITER_LOCK = "writer.lock"
+
+
+def _utc_now(plus_s: float = 0.0) -> str:
+    return (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=plus_s)).isoformat()
+
+
+def _holder(name: str, lease: float) -> dict[str, Any]:
+    import socket
+
+    return {
+        "name": name,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "id": uuid.uuid4().hex,
+        "since": _utc_now(),
+        "expires_at": _utc_now(lease),
+    }
+
+
+def _describe_holder(text: str) -> str:
+    try:
+        h = json.loads(text)
+        return f"{h['name']} (pid {h['pid']} on {h['host']}, since {h['since']})"
+    except (ValueError, KeyError, TypeError):
+        return "an unknown holder"
+
+
+def _precondition_failed(exc: BaseException) -> bool:
+    text = repr(exc)
+    return isinstance(exc, FileExistsError) or "PreconditionFailed" in text or "412" in text

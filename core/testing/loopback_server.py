@@ -66,6 +66,40 @@ FAULTS = (
 OUT_OF_VOCABULARY = "plaid-ish-zebra"  # a value no taxonomy has
 
 
+def openai_parameter_error(model: str, body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The 400 body OpenAI's API returns when a reasoning model (o1, o3, o4, GPT-5 family) gets
+    `max_tokens` or a `temperature` other than 1 (X4); None when the request is acceptable.
+
+    The texts are the API's own, as quoted in public bug reports (e.g. fish2018/YPrompt#26,
+    gabrii/Cursor-Azure-GPT-5#33). Other model names (vLLM's) accept both parameters."""
+    from lookbench_live.annotation.endpoint import is_reasoning_model
+
+    if not is_reasoning_model(model):
+        return None
+    if "max_tokens" in body:
+        return {
+            "error": {
+                "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                "Use 'max_completion_tokens' instead.",
+                "type": "invalid_request_error",
+                "param": "max_tokens",
+                "code": "unsupported_parameter",
+            }
+        }
+    temperature = body.get("temperature")
+    if temperature is not None and temperature != 1:
+        return {
+            "error": {
+                "message": f"Unsupported value: 'temperature' does not support {temperature} with this model. "
+                "Only the default (1) value is supported.",
+                "type": "invalid_request_error",
+                "param": "temperature",
+                "code": "unsupported_value",
+            }
+        }
+    return None
+
+
 class LoopbackState:
     """What the server answers and what it saw; safe to mutate from the test thread."""
 
@@ -97,6 +131,7 @@ class LoopbackState:
         self.bodies: list[dict[str, Any]] = []
         self.keep_bodies = False
         self.headers_seen: list[dict[str, str]] = []
+        self.rejected_parameters: list[str] = []
         self._lock = threading.Lock()
 
     def inject(self, sha256: str, *faults: str, sticky: bool = False) -> None:
@@ -334,6 +369,13 @@ class LoopbackApp:
             body = json.loads(raw)
         except json.JSONDecodeError:
             await _send_json(send, 400, {"error": {"message": "body is not JSON"}})
+            return
+        rejected = openai_parameter_error(str(body.get("model", state.model)), body)
+        if rejected is not None:
+            with state._lock:
+                state.total += 1
+                state.rejected_parameters.append(rejected["error"]["param"])
+            await _send_json(send, 400, rejected)
             return
         image, remote = _image_of(body)
         request_id = headers.get("x-request-id", "")

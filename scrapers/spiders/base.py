@@ -202,6 +202,10 @@ def failure_reason(failure: Failure) -> tuple[str, str]:
         "IgnoreRequest": "ignored",
     }
     reason = table.get(name)
+    if name in ("DownloadCancelledError", "CancelledError") and not str(exc):
+        # Scrapy cancels a streamed body past DOWNLOAD_MAXSIZE without a message (http11
+        # `_ResponseReader.dataReceived`); a declared Content-Length over it has a message (above).
+        return "max_size", "the body grew past DOWNLOAD_MAXSIZE while streaming"
     if reason is None:
         reason = "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
     return reason, str(exc)[:300]

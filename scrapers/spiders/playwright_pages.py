@@ -4,6 +4,8 @@ Start pages (`start_paths`) are rendered, product links under the base path are 
 and rendered, and every rendered page goes through the schema.org extraction. Each
 sub-request a page makes passes `abort_request` (the address guard), because scrapy-playwright
 pages bypass Scrapy's middlewares; the navigation itself passes them as any request does.
+Behind both, every connection Chromium opens goes through the crawl's browser proxy
+(`browser_guard.py`), which checks redirects, WebSockets and rebinding names too.
 scrapy-playwright enforces no `DOWNLOAD_MAXSIZE`: a rendered page larger than it is dropped
 with reason `max_size` after rendering.
 """
@@ -20,21 +22,33 @@ from lookbench_live.scrapers.extract import extract_document
 from lookbench_live.scrapers.items import rejection
 from lookbench_live.scrapers.spiders.base import SiteSpider, journaled
 
-# Set from the site config when the spider starts (one site per crawl process).
-ALLOW_PRIVATE = False
+# Set from the site config when the spider starts (one site per crawl process): the site's own
+# `host:port` that may be private when it allows private addresses (the sample store).
+PRIVATE_AUTHORITIES: set[str] = set()
 
 
 async def abort_request(request: Any) -> bool:
-    """scrapy-playwright's PLAYWRIGHT_ABORT_REQUEST: True refuses the browser's request."""
-    import asyncio
+    """scrapy-playwright's PLAYWRIGHT_ABORT_REQUEST: True refuses the browser's request.
 
+    The first door only: it sees the first URL of a redirect chain and no WebSocket. The
+    browser proxy (browser_guard.py) checks every connection Chromium opens."""
+    import asyncio
+    from urllib.parse import urlsplit
+
+    from lookbench_live.scrapers.browser_guard import REFUSALS, authority
     from lookbench_live.scrapers.netguard import BlockedURL, check_url
 
     if request.url.startswith(("data:", "blob:", "about:")):
         return False
     try:
-        await asyncio.to_thread(check_url, request.url, allow_private=ALLOW_PRIVATE)
-    except BlockedURL:
+        parts = urlsplit(request.url)
+        own = authority(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
+        await asyncio.to_thread(check_url, request.url, allow_private=own in PRIVATE_AUTHORITIES)
+    except BlockedURL as exc:
+        REFUSALS.record(request.url, exc.reason, exc.detail)
+        return True
+    except ValueError as exc:
+        REFUSALS.record(request.url, "blocked_scheme", str(exc))
         return True
     # Images, fonts and media are not needed to read product data.
     return request.resource_type in ("image", "media", "font")
@@ -45,11 +59,20 @@ class PlaywrightSpider(SiteSpider):
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        global ALLOW_PRIVATE
-        ALLOW_PRIVATE = self.site.allow_private_addresses
+        from lookbench_live.scrapers.settings import site_authorities
+
+        PRIVATE_AUTHORITIES.clear()
+        if self.site.allow_private_addresses:
+            PRIVATE_AUTHORITIES.update(site_authorities(self.site))
 
     def render(self, url: str, callback: Any, **kwargs: Any) -> scrapy.Request:
-        meta = {"playwright": True, "playwright_page_goto_kwargs": {"wait_until": "load"}}
+        meta = {
+            "playwright": True,
+            "playwright_page_goto_kwargs": {"wait_until": "load"},
+            "playwright_context_kwargs": {"service_workers": "block"},
+            # WebSockets never reach Playwright's route handler: refuse them per page.
+            "playwright_page_init_callback": "lookbench_live.scrapers.browser_guard.init_page",
+        }
         return self.request(url, callback, meta=meta, **kwargs)
 
     def first_requests(self) -> Iterable[scrapy.Request]:

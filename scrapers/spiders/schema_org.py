@@ -29,7 +29,11 @@ class SchemaOrgSpider(SiteSpider):
     def first_requests(self) -> Iterable[scrapy.Request]:
         root = self.base.split("/", 3)
         host_root = "/".join(root[:3])
-        yield self.request(f"{host_root}/robots.txt", self.parse_robots)
+        # A missing robots.txt (404/410) allows all (C4) and means "try /sitemap.xml": parse_robots
+        # handles it rather than the errback recording it as a failed page.
+        yield self.request(
+            f"{host_root}/robots.txt", self.parse_robots, meta={"handle_httpstatus_list": [404, 410]}
+        )
         for path in self.site.start_paths:
             yield self.request(host_root + path, self.parse_page)
 

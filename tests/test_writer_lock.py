@@ -1,0 +1,86 @@
+"""One writer lock for every writer of a lake (X6): the flow and each CLI writer exclude each other,
+a refused writer names the holder, and a killed holder's lock is taken over and recorded."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lookbench_live.warehouse.lake import Lake, LakeError
+
+HOLD = (
+    "import sys, time\n"
+    "from lookbench_live.warehouse.lake import Lake\n"
+    "with Lake(sys.argv[1]).writer_lock('refresh-flow'):\n"
+    "    print('held', flush=True); time.sleep(600)\n"
+)
+
+
+def _holder(home: str) -> subprocess.Popen[str]:
+    process = subprocess.Popen([sys.executable, "-c", HOLD, home], stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stdout.readline().strip() == "held"
+    return process
+
+
+@pytest.fixture
+def held(tmp_path: Path):
+    home = str(tmp_path / "lake")
+    Lake(home)
+    process = _holder(home)
+    yield home, process
+    process.kill()
+    process.wait()
+
+
+WRITERS = {
+    "release build": ["release", "build", "--version", "v20261201"],
+    "dedup": ["dedup"],
+    "annotate": ["annotate"],
+    "generate": ["generate", "--studio", "1", "--street", "0"],
+    "evaluate": ["evaluate", "latest"],
+}
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+def test_every_cli_writer_refuses_while_the_flow_holds_the_lake(held, writer: str) -> None:
+    from lookbench_live.cli import app
+
+    home, process = held
+    before = sorted(p.name for p in Path(home).rglob("*"))
+    result = CliRunner().invoke(app, [*WRITERS[writer], "--home", home])
+    assert result.exit_code != 0
+    message = str(result.exception)
+    assert isinstance(result.exception, LakeError), result.output
+    assert f"refresh-flow (pid {process.pid}" in message  # names the holder
+    assert sorted(p.name for p in Path(home).rglob("*")) == before  # wrote nothing
+
+
+def test_flow_and_cli_writers_share_one_lock(tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "lake")
+    with (
+        lake.writer_lock("flow"),
+        pytest.raises(LakeError, match=r"flow \(pid"),
+        Lake(tmp_path / "lake").writer_lock("release build"),
+    ):
+        pass
+
+
+def test_a_killed_local_holder_is_taken_over_and_recorded(tmp_path: Path) -> None:
+    home = str(tmp_path / "lake")
+    process = _holder(home)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    with Lake(home).writer_lock("release build"):
+        pass
+    rows = Lake(home).read("rejections").to_pylist()
+    assert [(r["stage"], r["reason"]) for r in rows] == [("lock", "lock_taken_over")]
+    assert f"refresh-flow (pid {process.pid}" in rows[0]["detail"]
+    with Lake(home).writer_lock("dedup"):  # a clean release leaves nothing to take over
+        pass
+    assert len(Lake(home).read("rejections")) == 1
