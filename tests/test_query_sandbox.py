@@ -58,3 +58,14 @@ def test_configuration_is_locked_even_inside_a_select(lake: Lake) -> None:
     with pytest.raises(QueryError):
         run_query(lake, "SELECT set_config('enable_external_access', 'true')")
     assert run_query(lake, "SELECT count(*) AS n FROM rejections").column("n").to_pylist() == [1]
+
+
+def test_query_raises_no_library_warning(lake: Lake) -> None:
+    """13 §2: `query` prints results and errors only; DuckDB's Arrow-copy UserWarning never fires."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = run_query(lake, "SELECT stage, reason FROM rejections")
+    assert table.to_pylist() == [{"stage": "crawl", "reason": "http_404"}]
+    assert [str(w.message) for w in caught] == []

@@ -12,8 +12,6 @@ file-system access and its configuration is locked, so `read_csv('/etc/passwd')`
 
 from __future__ import annotations
 
-from typing import Any
-
 import duckdb
 import pyarrow as pa
 import pyarrow.dataset as pads
@@ -78,10 +76,15 @@ def run_query(lake: Lake, sql: str) -> pa.Table:
     check_read_only(sql)
     con = connect(lake)
     try:
-        result: Any = None
-        for statement in duckdb.extract_statements(sql):
-            result = con.execute(statement.query)
-        return result.to_arrow_table()
+        statements = duckdb.extract_statements(sql)
+        for statement in statements[:-1]:
+            con.execute(statement.query)
+        # A relation hands Arrow over without the extra copy (and without the UserWarning that
+        # the DB-API result's `to_arrow_table` prints to the user's terminal).
+        relation = con.sql(statements[-1].query)
+        if relation is None:  # a statement that returns no rows
+            return pa.table({})
+        return relation.to_arrow_table()
     except duckdb.Error as exc:
         raise QueryError(" ".join(str(exc).split())) from exc
     finally:
