@@ -12,10 +12,9 @@ take only what generation added (every stage skips what the lake already holds).
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from prefect import flow, get_run_logger, task
@@ -46,18 +45,6 @@ def previous_window_end(lake: Lake, before: str) -> dt.datetime | None:
             end = read_manifest(lake, version).get("window", {}).get("end")
             return parse_moment(end)
     return None
-
-
-@contextlib.contextmanager
-def sample_store(settings: Settings, port: int) -> Iterator[str | None]:
-    """Serve the sample store on loopback when no site is configured (the embedded default)."""
-    if settings.crawl.sites:
-        yield None
-        return
-    from lookbench_live.scrapers.sample_store import SampleStore
-
-    with SampleStore(port=port) as store:
-        yield store.base_url
 
 
 @task(name="audit-evaluate-report")
@@ -279,7 +266,7 @@ def _execute(
     with lake.writer_lock("flow"):
         # Only one flow writes at a time; what a killed run left half-written is swept first.
         lake.reconcile()
-        with sample_store(settings, port) as store_url:
+        with stages.serve_sample_store(settings, port, spec_args["as_of"]) as store_url:
             spec = _make_spec(flow_name, settings, store_url=store_url, **spec_args)
             summary = run_pipeline(spec, settings, selected, replace=replace)
     summary["markdown"] = markdown_summary(Lake(spec.home), summary)

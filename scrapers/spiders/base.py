@@ -51,10 +51,20 @@ class SiteSpider(scrapy.Spider):
 
     platform = ""
 
-    def __init__(self, site: dict[str, Any], state_dir: str, since: str | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        site: dict[str, Any],
+        state_dir: str,
+        since: str | None = None,
+        frontier: list[dict[str, Any]] | None = None,
+        **kwargs: Any,
+    ):
         self.site = SiteSettings.model_validate(site)
         super().__init__(name=self.site.name, **kwargs)
+        # The window start: items whose stated dates are all before it are not new work.
         self.since = dt.datetime.fromisoformat(since) if since else None
+        # Requests an earlier run of this site did not reach (its budget ran out): done first.
+        self.frontier = list(frontier or [])
         self.journal = CrawlJournal(state_dir)
         self.base = self.site.base_url.rstrip("/")
         self.scheduled = 0
@@ -66,7 +76,8 @@ class SiteSpider(scrapy.Spider):
             for data in list(self.journal.unfinished()):
                 yield request_from_json(data, self)
             return
-        requests = list(self.first_requests())
+        requests = [request_from_json(data, self) for data in self.frontier]
+        requests += list(self.first_requests())
         for request in requests:
             self._log_pending(request)
         self.journal.mark_started()
@@ -103,7 +114,9 @@ class SiteSpider(scrapy.Spider):
                 if fingerprint in self.journal.done:
                     continue  # finished by an earlier, killed process
                 if self.scheduled >= self.site.max_pages:
+                    # Over the page budget: recorded for the next run, not fetched now.
                     self.crawler.stats.inc_value("lookbench/max_pages_reached")
+                    self.journal.add_deferred(fingerprint, request_to_json(output, self))
                     continue
                 self.scheduled += 1
                 self._log_pending(output)
@@ -115,7 +128,11 @@ class SiteSpider(scrapy.Spider):
 
     # ------------------------------------------------------------------ items
     def in_window(self, product: NormalizedProduct) -> bool:
-        """False for a product whose stated dates are all before `since` (not new work)."""
+        """False for a product whose stated dates are all before `since` (not new work).
+
+        The window is closed at `since`: a product whose latest date equals it is crawled. The
+        latest of `published_at`/`updated_at` counts, so an updated product re-enters; one
+        stating no date is always crawled (nothing says it is old)."""
         if self.since is None:
             return True
         dates = [d for d in (product.published_at, product.updated_at) if d is not None]
