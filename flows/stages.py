@@ -226,23 +226,36 @@ def generate(spec: RunSpec) -> dict[str, Any]:
     from lookbench_live.generation import run_generation
     from lookbench_live.schema.taxonomy import default_taxonomy
 
-    products = conditioning_products(lake)
+    from lookbench_live.warehouse.assemble import Window
+
+    # This release's plan: its own seeds (the version), conditioned on this window's arrivals.
+    window = Window(parse_moment(spec.window_start), parse_moment(spec.window_end))
+    products = conditioning_products(lake, window)
     result = run_generation(
-        lake, settings.generation, default_taxonomy(), spec.run_key, products=products, now=spec.as_of_dt
+        lake,
+        settings.generation,
+        default_taxonomy(),
+        spec.run_key,
+        products=products,
+        now=spec.as_of_dt,
+        cycle=spec.version,
     )
     summary = _summary(result)
     ledger.mark_done(lake, spec.run_key, "generate", detail=_stamp(summary))
     return summary
 
 
-def conditioning_products(lake: Lake) -> list[Any]:
-    """Real products with a kept, annotated first photo: what image-conditioned generation starts from."""
+def conditioning_products(lake: Lake, window: Any = None) -> list[Any]:
+    """Real products with a kept, annotated first photo: what image-conditioned generation
+    starts from. With a `Window`, only products first seen in it (this release's arrivals)."""
     from lookbench_live.generation import ConditioningProduct
     from lookbench_live.warehouse.release import lake_view
 
     view = lake_view(lake)
     products = []
     for key in sorted(view.products):
+        if window is not None and not window.contains(view.products[key].first_seen_at):
+            continue
         for img in view.owner_images.get(("product", key), []):
             ann = view.annotations.get((img["sha256"], ""))
             if img["sha256"] in view.kept and ann is not None and ann.category:
