@@ -93,6 +93,19 @@ def sites_for(spec: RunSpec, settings: Settings) -> list[SiteSettings]:
     return sample_sites(spec.sample_store_url)
 
 
+# The crawl looks back one day before the window start: the previous release's window ends
+# at the end of its as-of day, but its crawl ran at the as-of moment, so what a site published
+# later that day would otherwise fall between two crawls. Items seen before are unchanged
+# and write nothing (the lake keys products by content hash), and keep their first_seen_at.
+CRAWL_OVERLAP = dt.timedelta(days=1)
+
+
+def crawl_since(window_start: dt.datetime | str | None) -> dt.datetime | None:
+    """The crawl's `since` cursor for a window starting at `window_start` (None: crawl all)."""
+    start = parse_moment(window_start)
+    return None if start is None else start - CRAWL_OVERLAP
+
+
 @task(name="crawl-site")
 def crawl_site(spec: RunSpec, site: SiteSettings) -> dict[str, Any]:
     """One site's crawl of the run's window; never raises for the site's own failure.
@@ -111,7 +124,7 @@ def crawl_site(spec: RunSpec, site: SiteSettings) -> dict[str, Any]:
     from lookbench_live.scrapers.crawl import CrawlError as SubprocessError
     from lookbench_live.scrapers.crawl import run_crawl
 
-    since = parse_moment(spec.window_start)
+    since = crawl_since(spec.window_start)
     try:
         result = run_crawl(site, settings.crawl, spec.home, spec.run_key, since=since, seen_at=spec.as_of_dt)
     except (SubprocessError, OSError) as exc:

@@ -39,6 +39,7 @@ from lookbench_live.scrapers.sample_store.catalog import (
     LOOKS_LISTED_DAYS,
     LookSpec,
     ProductSpec,
+    apply_sales,
     arrival,
     arrivals_until,
     build_catalog,
@@ -125,6 +126,7 @@ class SampleStore:
         clock = clock.astimezone(dt.UTC)
         per_week = self.products_per_week
         core = build_catalog(CORE_ANCHOR, self.revision)
+        apply_sales(core, clock)
         count = arrivals_until(clock, per_week)
         # Drops older than the looks' memory plus the listing time can no longer be shown or linked.
         lowest = first_arrival_listed(clock - dt.timedelta(days=LOOKS_LISTED_DAYS), per_week)
@@ -262,6 +264,11 @@ class SampleStore:
             with contextlib.suppress(KeyError):
                 return drawing.near_copy(self.original_photo(older_id, older_view), transform)
         return drawing.product_photo(product, view)
+
+    def published_between(self, start: dt.datetime, end: dt.datetime) -> list[ProductSpec]:
+        """Products first published in (start, end], as the store showed them at `end`
+        (those removed since included): what a crawl at `end` of a window could have found."""
+        return [p for p in self._history.values() if start < p.published_at <= min(end, self.clock)]
 
     def original_photo(self, product_id: str, view: int) -> bytes:
         """The first-round photo `view` of any product the store has published (even removed)."""

@@ -4,7 +4,7 @@ which platform shape publishes each, the look pages, and the broken things it se
 The store lives on a fixed timeline, so its catalogue is a pure function of its clock:
 
 - the *core*: 46 evergreen products (the broken links and odd pages hang off these), published
-  in the 59 days before `CORE_ANCHOR`, never removed;
+  in the 59 days before `CORE_ANCHOR`, never removed, a ninth of them on sale each month;
 - *weekly drops* from `EPOCH` on: `products_per_week` new products every Monday, in every
   platform shape when there are at least four; each is listed for `LISTED_WEEKS` weeks, and
   some change price, get new photos, sell out or are removed early (see `ARRIVAL_EVENTS`);
@@ -267,12 +267,18 @@ def build_looks(products: list[ProductSpec], now: dt.datetime = DEFAULT_NOW) -> 
 
 # What happens to a weekly-drop product after it arrives (deterministic by arrival index n):
 # (days after arrival, rule on n, event). Every event moves `updated_at`, as a real shop does.
+# The draw is hashed per (event, n), so events do not follow the weekly shape rotation.
 ARRIVAL_EVENTS = (
-    (14, lambda n: n % 6 == 1, "price"),  # marked down
-    (21, lambda n: n % 8 == 3, "photos"),  # new photos (new URLs and pictures)
-    (21, lambda n: n % 5 == 2, "sold_out"),  # stays listed, out of stock
+    (10, 1 / 3, "price"),  # marked down
+    (17, 1 / 4, "photos"),  # new photos (new URLs and pictures)
+    (21, 1 / 5, "sold_out"),  # stays listed, out of stock
 )
-EARLY_REMOVAL_DAYS = 12  # n % 7 == 4: taken down early (a monthly crawl may never see it)
+
+
+def _happens(event: str, n: int, share: float) -> bool:
+    return random.Random(f"{SEED}:{event}:{n}").random() < share
+
+EARLY_REMOVAL_DAYS = 12  # one in seven: taken down early (a monthly crawl may never see it)
 
 
 def _spec_values(counter: int, index: int) -> dict[str, Any]:
@@ -290,6 +296,24 @@ def _spec_values(counter: int, index: int) -> dict[str, Any]:
     }
 
 
+def apply_sales(core: list[ProductSpec], clock: dt.datetime) -> None:
+    """The monthly sale on the core (in place): from the 1st at 08:00 UTC, one core product in
+    nine is 20% off for the month; it and last month's sale items state the change in `updated_at`."""
+    start = dt.datetime(clock.year, clock.month, 1, 8, tzinfo=dt.UTC)
+    if clock < start:
+        start = (start - dt.timedelta(days=1)).replace(day=1)
+    if start <= CORE_ANCHOR:
+        return
+    month = start.year * 12 + start.month
+    for product in core:
+        counter = int(product.product_id) - 1000
+        on_sale = (counter + month) % 9 == 0
+        if on_sale:
+            product.price_cents = product.price_cents * 8 // 10
+        if on_sale or (counter + month - 1) % 9 == 0:
+            product.updated_at = max(product.updated_at, start)
+
+
 def drop_time(week: int) -> dt.datetime:
     return EPOCH + dt.timedelta(weeks=week)
 
@@ -305,12 +329,12 @@ def arrival(n: int, per_week: int, clock: dt.datetime, core: list[ProductSpec], 
     published = drop_time(week) + dt.timedelta(minutes=slot * 37 + rng.randrange(30))
     updated = published + dt.timedelta(hours=rng.randrange(1, 48))
     price = rng.choice([1990, 2600, 3499, 4500, 5900, 7900, 12900, 18900])
-    if revision and counter % 5 == 0:
+    if revision and n % 5 == 0:  # product ids ending in 0 or 5, as in the core
         price += 100 * revision
     in_stock, photo_round = True, 0
-    for days, applies, event in ARRIVAL_EVENTS:
+    for days, share, event in ARRIVAL_EVENTS:
         moment = published + dt.timedelta(days=days)
-        if applies(n) and moment <= clock:
+        if _happens(event, n, share) and moment <= clock:
             updated = max(updated, moment)
             if event == "price":
                 price = price * 7 // 10
@@ -319,7 +343,8 @@ def arrival(n: int, per_week: int, clock: dt.datetime, core: list[ProductSpec], 
             else:
                 in_stock = False
     updated = min(updated, max(published, clock - dt.timedelta(minutes=5)))
-    removed = published + dt.timedelta(days=EARLY_REMOVAL_DAYS if n % 7 == 4 else 7 * LISTED_WEEKS)
+    early = _happens("removed", n, 1 / 7)
+    removed = published + dt.timedelta(days=EARLY_REMOVAL_DAYS if early else 7 * LISTED_WEEKS)
     near_copy = None
     if n % 9 == 5:
         # A "new" product whose last photo is an older product's first photo, altered: from a
@@ -412,7 +437,8 @@ def _look_at(
         for p in history.values()
         if p.arrival is not None
         and p.published_at <= moment
-        and (p.removed_at is None or p.removed_at > moment)
+        # still listed three weeks later: the next monthly crawl finds the products a look links
+        and (p.removed_at is None or p.removed_at > moment + dt.timedelta(days=21))
         and p.near_copy is None
     ]
     recent = [p for p in live if p.published_at >= moment - dt.timedelta(days=21)]

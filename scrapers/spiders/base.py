@@ -76,7 +76,13 @@ class SiteSpider(scrapy.Spider):
             for data in list(self.journal.unfinished()):
                 yield request_from_json(data, self)
             return
-        requests = [request_from_json(data, self) for data in self.frontier]
+        # What an earlier run left comes first, within this run's page budget; the rest of it
+        # stays deferred (the frontier only shrinks by what is fetched).
+        carried = [request_from_json(data, self) for data in self.frontier]
+        requests = carried[: self.site.max_pages]
+        self.scheduled = len(requests)
+        for request in carried[self.site.max_pages :]:
+            self.journal.add_deferred(self._fingerprint(request), request_to_json(request, self))
         requests += list(self.first_requests())
         for request in requests:
             self._log_pending(request)
