@@ -27,6 +27,9 @@ from lookbench_live.scrapers.journal import CrawlJournal
 from lookbench_live.scrapers.middlewares import RefusedRequest
 
 Callback = Callable[..., Iterable[Any] | None]
+# The window start a request was discovered under (ISO or None), kept with it in the journal
+# and the frontier: work an earlier run left is judged by that run's window, not this one's.
+SINCE_META = "lookbench_since"
 
 
 def journaled(method: Callback) -> Callback:
@@ -34,6 +37,7 @@ def journaled(method: Callback) -> Callback:
 
     @functools.wraps(method)
     def wrapper(self: SiteSpider, response: Response, **kwargs: Any) -> Iterator[Any]:
+        self.window_since = self._since_of(response.request)
         try:
             outputs = list(method(self, response, **kwargs) or [])
         except Exception as exc:  # a parser bug on one page never ends the crawl
@@ -68,6 +72,8 @@ class SiteSpider(scrapy.Spider):
         self.journal = CrawlJournal(state_dir)
         self.base = self.site.base_url.rstrip("/")
         self.scheduled = 0
+        self._since_text = self.since.isoformat() if self.since else None
+        self.window_since = self.since
 
     # ------------------------------------------------------------------ start / resume
     async def start(self) -> AsyncIterator[Any]:
@@ -83,7 +89,10 @@ class SiteSpider(scrapy.Spider):
         self.scheduled = len(requests)
         for request in carried[self.site.max_pages :]:
             self.journal.add_deferred(self._fingerprint(request), request_to_json(request, self))
-        requests += list(self.first_requests())
+        fresh = list(self.first_requests())
+        for request in fresh:
+            request.meta.setdefault(SINCE_META, self._since_text)
+        requests += fresh
         for request in requests:
             self._log_pending(request)
         self.journal.mark_started()
@@ -116,6 +125,7 @@ class SiteSpider(scrapy.Spider):
         keep: list[Any] = []
         for output in outputs:
             if isinstance(output, scrapy.Request):
+                output.meta.setdefault(SINCE_META, request.meta.get(SINCE_META, self._since_text))
                 fingerprint = self._fingerprint(output)
                 if fingerprint in self.journal.done:
                     continue  # finished by an earlier, killed process
@@ -139,10 +149,17 @@ class SiteSpider(scrapy.Spider):
         The window is closed at `since`: a product whose latest date equals it is crawled. The
         latest of `published_at`/`updated_at` counts, so an updated product re-enters; one
         stating no date is always crawled (nothing says it is old)."""
-        if self.since is None:
-            return True
         dates = [d for d in (product.published_at, product.updated_at) if d is not None]
-        return not dates or max(dates) >= self.since
+        return not dates or not self.before_window(max(dates))
+
+    def before_window(self, moment: dt.datetime | None) -> bool:
+        """True when a stated date puts an item before the window (`moment < since`) of the run
+        that discovered the page being parsed (an earlier run's, for its frontier)."""
+        return self.window_since is not None and moment is not None and moment < self.window_since
+
+    def _since_of(self, request: scrapy.Request) -> dt.datetime | None:
+        stamp = request.meta.get(SINCE_META, self._since_text)
+        return dt.datetime.fromisoformat(stamp) if stamp else None
 
     def items_from(
         self, extraction: Extraction, url: str, *, looks: bool | None = None
