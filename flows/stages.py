@@ -120,7 +120,14 @@ def crawl_site(spec: RunSpec, site: SiteSettings) -> dict[str, Any]:
             outcome = json.loads(stored)
             if isinstance(outcome, dict) and "status" in outcome:
                 return {**outcome, "skipped": "done earlier"}
-        return {"site": site.name, "status": "ok", "reason": "", "products": 0, "looks": 0, "skipped": "done earlier"}
+        return {
+            "site": site.name,
+            "status": "ok",
+            "reason": "",
+            "products": 0,
+            "looks": 0,
+            "skipped": "done earlier",
+        }
     from lookbench_live.scrapers.crawl import CrawlError as SubprocessError
     from lookbench_live.scrapers.crawl import run_crawl
 
@@ -138,7 +145,9 @@ def crawl_site(spec: RunSpec, site: SiteSettings) -> dict[str, Any]:
         outcome.update(status="failed", reason=f"no page fetched ({reasons or 'no response'})")
         _record_site(lake, spec, site.name, "site_failed", outcome["reason"])
     elif result.status == "over_budget":
-        outcome["reason"] = f"budget reached (max_pages={site.max_pages}, max_duration={site.max_duration}, finish_reason={result.finish_reason}); {result.unreached} requests left for the next run"
+        outcome["reason"] = (
+            f"budget reached (max_pages={site.max_pages}, max_duration={site.max_duration}, finish_reason={result.finish_reason}); {result.unreached} requests left for the next run"
+        )
         _record_site(lake, spec, site.name, "over_budget", outcome["reason"])
     ledger.mark_done(lake, spec.run_key, "crawl", site.name, detail=_stamp(outcome))
     return outcome
@@ -167,7 +176,16 @@ def _record_site(lake: Lake, spec: RunSpec, site: str, reason: str, detail: str)
     from lookbench_live.schema.records import Rejection
 
     lake.append(
-        [Rejection(stage="crawl", item=f"site:{site}", reason=reason, detail=detail[:1000], source=site, run_id=spec.run_key)]
+        [
+            Rejection(
+                stage="crawl",
+                item=f"site:{site}",
+                reason=reason,
+                detail=detail[:1000],
+                source=site,
+                run_id=spec.run_key,
+            )
+        ]
     )
 
 
@@ -238,7 +256,6 @@ def generate(spec: RunSpec) -> dict[str, Any]:
         return {"skipped": "done earlier"}
     from lookbench_live.generation import run_generation
     from lookbench_live.schema.taxonomy import default_taxonomy
-
     from lookbench_live.warehouse.assemble import Window
 
     # This release's plan: its own seeds (the version), conditioned on this window's arrivals.

@@ -135,7 +135,11 @@ class SampleStore:
             product = arrival(n, per_week, clock, core, self.revision)
             history[product.product_id] = product
         listed = [p for p in history.values() if p.removed_at is None or p.removed_at > clock]
-        looks = [lk for lk in build_looks(core, CORE_ANCHOR) if clock < CORE_ANCHOR + dt.timedelta(days=CORE_LOOKS_DAYS)]
+        looks = [
+            lk
+            for lk in build_looks(core, CORE_ANCHOR)
+            if clock < CORE_ANCHOR + dt.timedelta(days=CORE_LOOKS_DAYS)
+        ]
         looks = [lk for lk in looks if lk.published_at <= clock]
         looks += monthly_looks(clock, self.looks_per_month, history, core)
         with self._lock:
@@ -560,7 +564,9 @@ class _Handler(BaseHTTPRequestHandler):
             if product is None or f"/img/p/{product.product_id}/{parts[4]}" not in pages.image_paths(product):
                 return self._not_found()  # unknown, removed, or a photo the product no longer shows
             view = int(name.rsplit("-", 1)[-1])
-            return self._jpeg(store.image(f"p/{product.product_id}/{name}", lambda: store.photo(product, view)))
+            return self._jpeg(
+                store.image(f"p/{product.product_id}/{name}", lambda: store.photo(product, view))
+            )
         if path.startswith("/img/looks/"):
             look = store._looks_by_id.get(path[len("/img/looks/") :].removesuffix(".jpg"))
             return self._jpeg(store._look_photo(look)) if look else self._not_found()

@@ -278,6 +278,7 @@ ARRIVAL_EVENTS = (
 def _happens(event: str, n: int, share: float) -> bool:
     return random.Random(f"{SEED}:{event}:{n}").random() < share
 
+
 EARLY_REMOVAL_DAYS = 12  # one in seven: taken down early (a monthly crawl may never see it)
 
 
@@ -318,7 +319,9 @@ def drop_time(week: int) -> dt.datetime:
     return EPOCH + dt.timedelta(weeks=week)
 
 
-def arrival(n: int, per_week: int, clock: dt.datetime, core: list[ProductSpec], revision: int = 0) -> ProductSpec:
+def arrival(
+    n: int, per_week: int, clock: dt.datetime, core: list[ProductSpec], revision: int = 0
+) -> ProductSpec:
     """Weekly-drop product number `n` as the store shows it at `clock` (it must have arrived)."""
     week, slot = divmod(n, per_week)
     rng = random.Random(f"{SEED}:arrival:{n}")
