@@ -353,6 +353,9 @@ def arrival(
         # A "new" product whose last photo is an older product's first photo, altered: from a
         # drop at least five weeks earlier (an earlier monthly release), else a core product.
         older = n - 5 * per_week
+        # One a monthly crawl has seen: not taken down early, not itself a copy.
+        while older >= 0 and (_happens("removed", older, 1 / 7) or older % 9 == 5):
+            older -= 1
         older_id = f"{2000 + older}" if older >= 0 else core[n % len(core)].product_id
         near_copy = (older_id, 0, NEAR_COPY_TRANSFORMS[(n // 9) % len(NEAR_COPY_TRANSFORMS)])
     slug = f"{shape.replace('_', '-')}-w{week:03d}-{slot:02d}-{spec['color']}-{spec['category']}"
