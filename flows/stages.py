@@ -8,8 +8,10 @@ returns a small summary dict; the lake holds the results.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Sequence
+import datetime as dt
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from prefect import task
@@ -60,6 +62,48 @@ def crawl_site(spec: RunSpec, site: SiteSettings) -> dict[str, Any]:
     summary = {"site": site.name, **_summary(result)}
     ledger.mark_done(lake, spec.run_key, "crawl", site.name, detail=_stamp(summary))
     return summary
+
+
+class NothingCrawled(RuntimeError):
+    """No site yielded anything: the run cannot go on."""
+
+
+def crawl_all(spec: RunSpec, settings: Settings) -> list[dict[str, Any]]:
+    """Crawl every site; one dict per site with `site`, `status` ("ok"/"failed") and `reason`.
+
+    One failing site is recorded and the run goes on; only when no site yields anything does
+    this raise `NothingCrawled`, with one line naming each site's reason.
+    """
+    sites = sites_for(spec, settings)
+    futures = [(site, crawl_site.submit(spec, site)) for site in sites]
+    outcomes: list[dict[str, Any]] = []
+    for site, future in futures:
+        try:
+            outcome = {"status": "ok", "reason": "", **future.result()}
+        except Exception as exc:  # a site's failure is its outcome, not the run's
+            outcome = {"site": site.name, "status": "failed", "reason": f"{type(exc).__name__}: {exc}"[:500]}
+        outcomes.append(outcome)
+    if outcomes and not any(o["status"] == "ok" for o in outcomes):
+        reasons = "; ".join(f"{o['site']}: {o['reason']}" for o in outcomes)
+        raise NothingCrawled(f"no site yielded anything ({reasons})")
+    return outcomes
+
+
+@contextlib.contextmanager
+def serve_sample_store(
+    settings: Settings, port: int, clock: dt.datetime | None = None
+) -> Iterator[str | None]:
+    """Serve the sample store on loopback when no site is configured (the embedded default).
+
+    `clock`: the moment the store shows (its catalogue at the run's as-of).
+    """
+    if settings.crawl.sites:
+        yield None
+        return
+    from lookbench_live.scrapers.sample_store import SampleStore
+
+    with SampleStore(port=port) as store:
+        yield store.base_url
 
 
 @task(name="ingest-images")
@@ -123,7 +167,7 @@ def generate(spec: RunSpec) -> dict[str, Any]:
 def conditioning_products(lake: Lake) -> list[Any]:
     """Real products with a kept, annotated first photo: what image-conditioned generation starts from."""
     from lookbench_live.generation import ConditioningProduct
-    from lookbench_live.warehouse.release import lake_view
+    from lookbench_live.warehouse.views import lake_view
 
     view = lake_view(lake)
     products = []

@@ -27,62 +27,21 @@ import hashlib
 import io
 import json
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 from PIL import Image
 
-from lookbench_live.schema.records import Annotation, Generation, Look, Product, product_key
+from lookbench_live.schema.hashing import HASH_METHOD, hash_bytes
+from lookbench_live.schema.records import Annotation, Generation, Product, product_key
+from lookbench_live.schema.release import NOISE, NOISE_CATEGORY, RELEASE_SCHEMA, TASKS
+from lookbench_live.warehouse.released import ReleasedIndex
+from lookbench_live.warehouse.views import LakeView, choose_annotations
 
-SUBSETS = ("real_studio_flat", "aigen_studio", "real_streetlook", "aigen_streetlook")
-NOISE = "noise"
-NOISE_CATEGORY = "noise data"
-PUBLISHED_COLUMNS = (
-    "image",
-    "raw_image",
-    "category",
-    "main_attribute",
-    "other_attributes",
-    "bbox",
-    "item_ID",
-    "task",
-    "difficulty",
-)
-IMAGE_STRUCT = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
-KV = pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))
-TS = pa.timestamp("us", tz="UTC")
-RELEASE_SCHEMA = pa.schema(
-    [
-        ("image", IMAGE_STRUCT),
-        ("raw_image", IMAGE_STRUCT),
-        ("category", pa.string()),
-        ("main_attribute", pa.string()),
-        ("other_attributes", pa.string()),
-        ("bbox", pa.list_(pa.int32())),
-        ("item_ID", pa.string()),
-        ("task", pa.string()),
-        ("difficulty", pa.string()),
-        ("sha256", pa.string()),
-        ("raw_sha256", pa.string()),
-        ("first_seen_at", TS),
-        ("published_at", TS),
-        ("source", pa.string()),
-        ("source_url", pa.string()),
-        ("taxonomy_version", pa.string()),
-        ("annotation_model", pa.string()),
-        ("attributes", KV),
-        ("provenance", pa.string()),
-    ]
-)
-TASKS = {
-    "real_studio_flat": "studio_to_product",
-    "aigen_studio": "aigen_studio_to_product",
-    "real_streetlook": "street_crop_to_product",
-    "aigen_streetlook": "aigen_street_crop_to_product",
-    NOISE: "distractor",
-}
+__all__ = ["Assembler", "Assembly", "LakeView", "Window", "choose_annotations", "to_table"]
+
 CROP_QUALITY = 95  # fixed, so crops (and so the files) are byte-identical across rebuilds
 
 
@@ -105,19 +64,6 @@ class Window:
 
 
 @dataclass(slots=True)
-class LakeView:
-    """The lake tables the builder reads, already filtered to usable rows."""
-
-    products: dict[str, Product]  # product key -> latest row
-    looks: dict[str, Look]  # source:look_id -> row
-    generations: dict[str, Generation]
-    owner_images: dict[tuple[str, str], list[dict[str, Any]]]  # (kind, owner) -> ok image rows by position
-    kept: dict[str, tuple[str, str] | None]  # sha256 -> canonical (owner_kind, owner_id), None if unstated
-    annotations: dict[tuple[str, str], Annotation]  # (sha256, bbox) -> chosen attributes annotation
-    released: set[str] = field(default_factory=set)  # sha256 published by an earlier release
-
-
-@dataclass(slots=True)
 class Assembly:
     rows: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
     dropped: list[tuple[str, str, str]] = field(default_factory=list)  # (item, reason, detail)
@@ -125,26 +71,8 @@ class Assembly:
     annotation_sources: set[str] = field(default_factory=set)
     generation_models: set[str] = field(default_factory=set)
     tiny_generation: bool = False
-
-
-def choose_annotations(annotations: Iterable[Annotation]) -> dict[tuple[str, str], Annotation]:
-    """One attributes annotation per (image, crop): VLM over prior, then the newest."""
-    chosen: dict[tuple[str, str], Annotation] = {}
-    for ann in annotations:
-        if ann.task != "attributes" or ann.status != "ok" or not ann.category:
-            continue
-        key = (ann.sha256, ann.bbox)
-        rank = (ann.source == "vlm", ann.created_at, ann.taxonomy_version, ann.prompt_version, ann.model)
-        current = chosen.get(key)
-        if current is None or rank > (
-            current.source == "vlm",
-            current.created_at,
-            current.taxonomy_version,
-            current.prompt_version,
-            current.model,
-        ):
-            chosen[key] = ann
-    return chosen
+    # sha256 -> (pHash, mirror pHash, dHash) of published images, for the released-image index
+    hashes: dict[str, tuple[str, str, str]] = field(default_factory=dict)
 
 
 def _stable_share(seed: int, key: str) -> float:
@@ -192,7 +120,11 @@ class Assembler:
         max_gallery: int,
         seed: int,
         taxonomy: Any,
+        released: ReleasedIndex | None = None,
+        radius: int = 0,
     ):
+        self.released = released
+        self.radius = radius
         self.view = view
         self.load_image = load_image
         self.window = window
@@ -210,14 +142,26 @@ class Assembler:
         canonical = self.view.kept[sha]
         return canonical is None or canonical == (kind, owner)
 
-    def usable_images(self, kind: str, owner: str) -> list[tuple[dict[str, Any], Annotation]]:
-        """Kept, annotated whole images of an owner, in page order, each sha once."""
+    def usable_images(
+        self, kind: str, owner: str, *, in_window: bool = False
+    ) -> list[tuple[dict[str, Any], Annotation]]:
+        """Kept, annotated whole images of an owner, in page order, each sha once.
+
+        `in_window`: only images first seen in the release's window (a gallery drawn from a
+        product first seen in an earlier month gives only its photos first seen this month).
+        """
         seen: set[str] = set()
         usable = []
         for img in self.view.owner_images.get((kind, owner), []):
             sha = img["sha256"]
             ann = self.view.annotations.get((sha, ""))
             if sha in seen or not self.is_kept(sha, kind, owner) or ann is None:
+                continue
+            if (
+                in_window
+                and img["first_seen_at"] is not None
+                and not self.window.contains(img["first_seen_at"])
+            ):
                 continue
             seen.add(sha)
             usable.append((img, ann))
@@ -290,6 +234,8 @@ class Assembler:
         provenance: dict,
     ) -> dict[str, Any]:
         data = self.load_image(img["sha256"])
+        if img.get("phash") and img.get("hash_method") == HASH_METHOD:
+            self.out.hashes[img["sha256"]] = (img["phash"], img["phash_mirror"] or "", img.get("dhash") or "")
         return self._row(
             image=data,
             image_sha=img["sha256"],
@@ -311,7 +257,7 @@ class Assembler:
 
     def product_gallery(self, key: str, *, skip: set[str] = frozenset()) -> list[dict[str, Any]]:
         rows = []
-        for img, ann in self.usable_images("product", key):
+        for img, ann in self.usable_images("product", key, in_window=True):
             if img["sha256"] in skip:
                 continue
             rows.append((img, ann))
@@ -328,13 +274,31 @@ class Assembler:
         if not query_rows:
             return
         if not gallery:
-            self.out.dropped.append((item, "no_gallery", f"{subset}: no usable gallery image for {item}"))
+            self.out.dropped.append((item, "no_gallery", f"{subset}: {self.why_no_gallery(item)}"))
             return
         for row in gallery:
             row["task"] = TASKS[subset]
             row["difficulty"] = _difficulty_gallery(len(gallery))
         self.out.rows[(subset, "query")].extend(query_rows)
         self.out.rows[(subset, "gallery")].extend(gallery)
+
+    def why_no_gallery(self, item: str) -> str:
+        """Why `item` has no gallery this month, for the recorded reason."""
+        images = self.view.owner_images.get(("product", item), [])
+        if not images:
+            return f"no usable gallery image for {item}"
+        published = sorted({self.released_version(i["sha256"]) for i in images} - {None})  # type: ignore[type-var]
+        earlier = [i for i in images if i["first_seen_at"] and not self.window.contains(i["first_seen_at"])]
+        if published:
+            return f"the photos of {item} were published in {', '.join(published)}"
+        if len(earlier) == len(images):
+            return f"the photos of {item} were first seen before this window (held back)"
+        return f"no usable gallery image for {item}"
+
+    def released_version(self, sha: str) -> str | None:
+        if self.released is not None:
+            return self.released.sha_version.get(sha)
+        return "an earlier release" if sha in self.view.released else None
 
     # ------------------------------------------------------------------ subsets
     def build(self) -> Assembly:
@@ -346,9 +310,8 @@ class Assembler:
         return self.out
 
     def reserved_products(self) -> set[str]:
-        reserved: set[str] = set()
-        for look in self.view.looks.values():
-            reserved.update(ref for ref in look.product_refs if ":" in ref)
+        # Product keys resolved from the looks' refs (the crawler states page URLs): see views.
+        reserved: set[str] = set(self.view.linked_products())
         for gen in self.view.generations.values():
             if gen.conditioned_on:
                 reserved.add(gen.conditioned_on)
@@ -395,6 +358,8 @@ class Assembler:
         self, img: dict[str, Any], subset: str, provenance: dict[str, Any], owner_kind: str, owner: str
     ) -> list[tuple[str, dict[str, Any]]]:
         photo = self.load_image(img["sha256"])
+        if img.get("phash") and img.get("hash_method") == HASH_METHOD:
+            self.out.hashes[img["sha256"]] = (img["phash"], img["phash_mirror"] or "", img.get("dhash") or "")
         rows = []
         for bbox, ann in self.crops(img["sha256"], owner_kind, owner):
             w, h = img["width"], img["height"]
@@ -405,6 +370,22 @@ class Assembler:
                 continue
             crop = _crop(photo, bbox)
             crop_sha = hashlib.sha256(crop).hexdigest()
+            hashes = hash_bytes(crop)
+            near = (
+                self.released.near(hashes.phash, hashes.phash_mirror, self.radius) if self.released else None
+            )
+            if near is not None:
+                # A crop is a new image: it must not be a near copy of anything published before.
+                version, matched, distance = near
+                self.out.dropped.append(
+                    (
+                        f"{owner}:{bbox}",
+                        "near_earlier_release",
+                        f"crop within {distance} bits of {matched} published in {version}",
+                    )
+                )
+                continue
+            self.out.hashes[crop_sha] = (hashes.phash, hashes.phash_mirror, hashes.dhash or "")
             row = self._row(
                 image=crop,
                 image_sha=crop_sha,

@@ -1,9 +1,41 @@
-"""Read views over lake tables that several stages share."""
+"""The lake read model: products ⋈ images ⋈ dedup decisions ⋈ annotations, in one place.
+
+Every stage that needs "which images of which owner are usable, with which labels" reads it
+from here (the release assembler, annotation's unit planner, generation's conditioning
+products); nobody joins the tables by hand. Two rules live here and nowhere else:
+- a product's current content is its newest row (`latest_products`);
+- a look's `product_refs` are stated either as product keys (`source:product_id`) or as the
+  product page URLs the crawler found; both resolve to product keys (`resolve_refs`), so a
+  look's linked products are known by key whatever the page gave.
+"""
 
 from __future__ import annotations
 
-from lookbench_live.schema.records import Product, product_key
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lookbench_live.schema.records import Annotation, Generation, Look, Product, product_key
 from lookbench_live.warehouse.lake import Lake
+
+IMAGE_COLUMNS = (
+    "owner_kind",
+    "owner_id",
+    "source",
+    "source_url",
+    "position",
+    "status",
+    "sha256",
+    "width",
+    "height",
+    "format",
+    "phash",
+    "phash_mirror",
+    "dhash",
+    "hash_method",
+    "first_seen_at",
+    "published_at",
+)
 
 
 def latest_products(lake: Lake) -> dict[str, Product]:
@@ -24,3 +56,136 @@ def latest_products(lake: Lake) -> dict[str, Product]:
         ):
             latest[key] = record
     return latest
+
+
+def url_index(products: dict[str, Product]) -> dict[str, str]:
+    """Product page URL -> product key (with and without a trailing slash)."""
+    index: dict[str, str] = {}
+    for key in sorted(products):
+        url = products[key].url
+        if url:
+            index.setdefault(url, key)
+            index.setdefault(url.rstrip("/"), key)
+    return index
+
+
+def resolve_refs(
+    refs: Iterable[str], products: dict[str, Product], urls: dict[str, str]
+) -> dict[str, str | None]:
+    """Each stated ref -> the product key it names, or None when the lake has no such product."""
+    out: dict[str, str | None] = {}
+    for ref in refs:
+        if ref in products:
+            out[ref] = ref
+        else:
+            out[ref] = urls.get(ref) or urls.get(ref.rstrip("/"))
+    return out
+
+
+def choose_annotations(annotations: Iterable[Annotation]) -> dict[tuple[str, str], Annotation]:
+    """One attributes annotation per (image, crop): VLM over prior, then the newest."""
+    chosen: dict[tuple[str, str], Annotation] = {}
+    for ann in annotations:
+        if ann.task != "attributes" or ann.status != "ok" or not ann.category:
+            continue
+        key = (ann.sha256, ann.bbox)
+        rank = (ann.source == "vlm", ann.created_at, ann.taxonomy_version, ann.prompt_version, ann.model)
+        current = chosen.get(key)
+        if current is None or rank > (
+            current.source == "vlm",
+            current.created_at,
+            current.taxonomy_version,
+            current.prompt_version,
+            current.model,
+        ):
+            chosen[key] = ann
+    return chosen
+
+
+@dataclass(slots=True)
+class LakeView:
+    """The joined lake, already filtered to usable rows."""
+
+    products: dict[str, Product]  # product key -> latest row
+    looks: dict[str, Look]  # source:look_id -> row
+    generations: dict[str, Generation]
+    owner_images: dict[tuple[str, str], list[dict[str, Any]]]  # (kind, owner) -> ok image rows by position
+    kept: dict[str, tuple[str, str] | None]  # sha256 -> canonical (owner_kind, owner_id), None if unstated
+    annotations: dict[tuple[str, str], Annotation]  # (sha256, bbox) -> chosen attributes annotation
+    released: set[str] = field(default_factory=set)  # sha256 published by an earlier (gate-passed) release
+    look_products: dict[str, list[str]] = field(default_factory=dict)  # look key -> linked product keys
+    unresolved_refs: dict[str, list[str]] = field(default_factory=dict)  # look key -> refs naming no product
+
+    def linked_products(self) -> set[str]:
+        """Every product any look links to (by key): kept out of studio queries and noise."""
+        return {key for keys in self.look_products.values() for key in keys}
+
+
+def ok_images(lake: Lake) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """`ok` image rows with bytes, by (owner kind, owner), in page order."""
+    owner_images: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    rows = lake.read("images", columns=list(IMAGE_COLUMNS)).to_pylist()
+    for row in sorted(
+        rows, key=lambda r: (r["owner_kind"], r["owner_id"], r["position"] or 0, r["source_url"])
+    ):
+        if row["status"] == "ok" and row["sha256"]:
+            owner_images.setdefault((row["owner_kind"], row["owner_id"]), []).append(row)
+    return owner_images
+
+
+def kept_images(lake: Lake) -> dict[str, tuple[str, str] | None]:
+    """sha256 of every image dedup kept -> its canonical owner (None if the decision names none)."""
+    kept: dict[str, tuple[str, str] | None] = {}
+    columns = ["sha256", "decision", "canonical_owner_kind", "canonical_owner_id"]
+    for row in lake.read("dedup_decisions", columns=columns).to_pylist():
+        if row["decision"] == "kept":
+            owner = row["canonical_owner_kind"], row["canonical_owner_id"]
+            kept[row["sha256"]] = owner if all(owner) else None
+    return kept
+
+
+def looks_by_key(lake: Lake) -> dict[str, Look]:
+    looks: dict[str, Look] = {}
+    for look in lake.records("looks"):
+        assert isinstance(look, Look)
+        looks[product_key(look.source, look.look_id)] = look
+    return looks
+
+
+def generations_by_id(lake: Lake, *, ok_only: bool = False) -> dict[str, Generation]:
+    generations: dict[str, Generation] = {}
+    for gen in lake.records("generations"):
+        assert isinstance(gen, Generation)
+        if not ok_only or gen.status == "ok":
+            generations[gen.generation_id] = gen
+    return generations
+
+
+def lake_view(lake: Lake, *, annotations: bool = True) -> LakeView:
+    """The whole read model. `annotations=False` skips the annotations table (annotation's planner)."""
+    products = latest_products(lake)
+    looks = looks_by_key(lake)
+    urls = url_index(products)
+    look_products: dict[str, list[str]] = {}
+    unresolved: dict[str, list[str]] = {}
+    for key, look in looks.items():
+        resolved = resolve_refs(look.product_refs, products, urls)
+        look_products[key] = sorted({k for k in resolved.values() if k})
+        missing = [ref for ref, k in resolved.items() if k is None]
+        if missing:
+            unresolved[key] = missing
+    chosen = (
+        choose_annotations(a for a in lake.records("annotations") if isinstance(a, Annotation))
+        if annotations
+        else {}
+    )
+    return LakeView(
+        products=products,
+        looks=looks,
+        generations=generations_by_id(lake),
+        owner_images=ok_images(lake),
+        kept=kept_images(lake),
+        annotations=chosen,
+        look_products=look_products,
+        unresolved_refs=unresolved,
+    )
