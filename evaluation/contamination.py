@@ -18,7 +18,7 @@ import numpy as np
 from lookbench_live.evaluation.evaluate import EvaluationRun, metric_names, run_evaluation
 from lookbench_live.evaluation.release_data import query_moment
 from lookbench_live.warehouse.lake import Lake
-from lookbench_live.warehouse.release import ReleaseError, committed_versions, resolve_version
+from lookbench_live.warehouse.release import ReleaseError, check_version, committed_versions, resolve_version
 
 
 def resolve_range(lake: Lake, spec: str) -> list[str]:
@@ -30,18 +30,22 @@ def resolve_range(lake: Lake, spec: str) -> list[str]:
     if spec == "all":
         return versions
     if ".." in spec:
+        # The ends are bounds (a month with no release is fine); `latest` is the LATEST pointer.
         start, _, end = spec.partition("..")
-        low = (
-            resolve_version(lake, start)
-            if start and start != "latest"
-            else (versions[-1] if start else versions[0])
-        )
-        high = resolve_version(lake, end) if end else versions[-1]
+        low = _bound(lake, start, versions[0])
+        high = _bound(lake, end, versions[-1])
         chosen = [v for v in versions if low <= v <= high]
         if not chosen:
             raise ReleaseError(f"no committed release in {spec} (committed: {', '.join(versions)})")
         return chosen
     return [resolve_version(lake, v.strip()) for v in spec.split(",") if v.strip()]
+
+
+def _bound(lake: Lake, text: str, default: str) -> str:
+    text = text.strip()
+    if not text:
+        return default
+    return resolve_version(lake, "latest") if text == "latest" else check_version(text)
 
 
 def _split(run: EvaluationRun, cutoff: dt.date) -> dict[str, dict[str, list[np.ndarray]]]:
