@@ -38,29 +38,11 @@ from lookbench_live.schema.hashing import HASH_METHOD, hash_bytes
 from lookbench_live.schema.records import Annotation, Generation, Product, product_key
 from lookbench_live.schema.release import NOISE, NOISE_CATEGORY, RELEASE_SCHEMA, TASKS
 from lookbench_live.warehouse.released import ReleasedIndex
-from lookbench_live.warehouse.views import LakeView, choose_annotations
+from lookbench_live.warehouse.views import LakeView, Window, choose_annotations
 
 __all__ = ["Assembler", "Assembly", "LakeView", "Window", "choose_annotations", "to_table"]
 
 CROP_QUALITY = 95  # fixed, so crops (and so the files) are byte-identical across rebuilds
-
-
-@dataclass(frozen=True, slots=True)
-class Window:
-    """Items whose `first_seen_at` lies in [start, end) — closed start, open end."""
-
-    start: dt.datetime | None = None
-    end: dt.datetime | None = None
-
-    def contains(self, moment: dt.datetime) -> bool:
-        return (self.start is None or moment >= self.start) and (self.end is None or moment < self.end)
-
-    def as_json(self) -> dict[str, str | None]:
-        return {
-            "start": self.start.isoformat() if self.start else None,
-            "end": self.end.isoformat() if self.end else None,
-            "rule": "start <= first_seen_at < end",
-        }
 
 
 @dataclass(slots=True)
@@ -285,14 +267,15 @@ class Assembler:
     def why_no_gallery(self, item: str) -> str:
         """Why `item` has no gallery this month, for the recorded reason."""
         images = self.view.owner_images.get(("product", item), [])
-        if not images:
-            return f"no usable gallery image for {item}"
-        published = sorted({self.released_version(i["sha256"]) for i in images} - {None})  # type: ignore[type-var]
-        earlier = [i for i in images if i["first_seen_at"] and not self.window.contains(i["first_seen_at"])]
+        published = sorted({v for v in (self.released_version(i["sha256"]) for i in images) if v})
         if published:
             return f"the photos of {item} were published in {', '.join(published)}"
-        if len(earlier) == len(images):
-            return f"the photos of {item} were first seen before this window (held back)"
+        in_window = [
+            i for i in images if i["first_seen_at"] is None or self.window.contains(i["first_seen_at"])
+        ]
+        product = self.view.products.get(item)
+        if not in_window and product is not None and not self.window.contains(product.first_seen_at):
+            return f"{item} and its photos were first seen before this window (held back)"
         return f"no usable gallery image for {item}"
 
     def released_version(self, sha: str) -> str | None:

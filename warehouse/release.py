@@ -242,7 +242,7 @@ def stage_release(
     if lake.fs.exists(f"{target}/{MANIFEST}") and not replace:
         raise ReleaseExists(lake, version)
 
-    view = view if view is not None else lake_view(lake)
+    view = view if view is not None else lake_view(lake, window=window)
     released = released if released is not None else counted_index(lake, before=version)
     view.released = set(released.sha_version)
     assembly = Assembler(

@@ -11,11 +11,16 @@ products); nobody joins the tables by hand. Two rules live here and nowhere else
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lookbench_live.schema.records import Annotation, Generation, Look, Product, product_key
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+
+from lookbench_live.schema.records import TABLES, Annotation, Generation, Look, Product, product_key
 from lookbench_live.warehouse.lake import Lake
 
 IMAGE_COLUMNS = (
@@ -36,6 +41,42 @@ IMAGE_COLUMNS = (
     "first_seen_at",
     "published_at",
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """Items whose `first_seen_at` lies in [start, end) — closed start, open end."""
+
+    start: dt.datetime | None = None
+    end: dt.datetime | None = None
+
+    def contains(self, moment: dt.datetime) -> bool:
+        return (self.start is None or moment >= self.start) and (self.end is None or moment < self.end)
+
+    def as_json(self) -> dict[str, str | None]:
+        return {
+            "start": self.start.isoformat() if self.start else None,
+            "end": self.end.isoformat() if self.end else None,
+            "rule": "start <= first_seen_at < end",
+        }
+
+    def expression(self) -> pads.Expression | None:
+        """The window as a dataset filter on `first_seen_at` (None when unbounded)."""
+        parts = []
+        if self.start is not None:
+            parts.append(pc.field("first_seen_at") >= pa.scalar(self.start, pa.timestamp("us", tz="UTC")))
+        if self.end is not None:
+            parts.append(pc.field("first_seen_at") < pa.scalar(self.end, pa.timestamp("us", tz="UTC")))
+        if not parts:
+            return None
+        return parts[0] & parts[1] if len(parts) == 2 else parts[0]
+
+
+def _read(lake: Lake, table: str, columns: list[str] | None, where: pads.Expression | None) -> pa.Table:
+    """A table's rows matching `where`; fragments whose statistics exclude it are skipped."""
+    if where is None:
+        return lake.read(table, columns=columns)
+    return lake.dataset(table).to_table(columns=columns, filter=where)
 
 
 def latest_products(lake: Lake) -> dict[str, Product]:
@@ -121,10 +162,11 @@ class LakeView:
         return {key for keys in self.look_products.values() for key in keys}
 
 
-def ok_images(lake: Lake) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """`ok` image rows with bytes, by (owner kind, owner), in page order."""
+def ok_images(lake: Lake, window: Window | None = None) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """`ok` image rows with bytes, by (owner kind, owner), in page order; `window`: first seen in it."""
     owner_images: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    rows = lake.read("images", columns=list(IMAGE_COLUMNS)).to_pylist()
+    where = window.expression() if window is not None else None
+    rows = _read(lake, "images", list(IMAGE_COLUMNS), where).to_pylist()
     for row in sorted(
         rows, key=lambda r: (r["owner_kind"], r["owner_id"], r["position"] or 0, r["source_url"])
     ):
@@ -133,11 +175,18 @@ def ok_images(lake: Lake) -> dict[tuple[str, str], list[dict[str, Any]]]:
     return owner_images
 
 
-def kept_images(lake: Lake) -> dict[str, tuple[str, str] | None]:
-    """sha256 of every image dedup kept -> its canonical owner (None if the decision names none)."""
+def _among(shas: set[str] | None) -> pads.Expression | None:
+    return None if shas is None else pc.field("sha256").isin(pa.array(sorted(shas), pa.string()))
+
+
+def kept_images(lake: Lake, among: set[str] | None = None) -> dict[str, tuple[str, str] | None]:
+    """sha256 of every image dedup kept -> its canonical owner (None if the decision names none).
+
+    `among`: only these sha256 (the window's images).
+    """
     kept: dict[str, tuple[str, str] | None] = {}
     columns = ["sha256", "decision", "canonical_owner_kind", "canonical_owner_id"]
-    for row in lake.read("dedup_decisions", columns=columns).to_pylist():
+    for row in _read(lake, "dedup_decisions", columns, _among(among)).to_pylist():
         if row["decision"] == "kept":
             owner = row["canonical_owner_kind"], row["canonical_owner_id"]
             kept[row["sha256"]] = owner if all(owner) else None
@@ -161,8 +210,17 @@ def generations_by_id(lake: Lake, *, ok_only: bool = False) -> dict[str, Generat
     return generations
 
 
-def lake_view(lake: Lake, *, annotations: bool = True) -> LakeView:
-    """The whole read model. `annotations=False` skips the annotations table (annotation's planner)."""
+def annotations_of(lake: Lake, among: set[str] | None = None) -> dict[tuple[str, str], Annotation]:
+    """The chosen attributes annotation per (sha256, bbox), of the images `among` (None: all)."""
+    cls = TABLES["annotations"]
+    rows = _read(lake, "annotations", None, _among(among)).to_pylist()
+    return choose_annotations(a for a in (cls.from_row(r) for r in rows) if isinstance(a, Annotation))
+
+
+def lake_view(lake: Lake, *, window: Window | None = None) -> LakeView:
+    """The read model. With `window`, only images first seen in it (and their decisions and
+    annotations) are read: a month's release reads the month, not the lake's whole history.
+    Products, looks and generations are read whole (a look may link an older product)."""
     products = latest_products(lake)
     looks = looks_by_key(lake)
     urls = url_index(products)
@@ -174,18 +232,15 @@ def lake_view(lake: Lake, *, annotations: bool = True) -> LakeView:
         missing = [ref for ref, k in resolved.items() if k is None]
         if missing:
             unresolved[key] = missing
-    chosen = (
-        choose_annotations(a for a in lake.records("annotations") if isinstance(a, Annotation))
-        if annotations
-        else {}
-    )
+    owner_images = ok_images(lake, window)
+    among = {row["sha256"] for rows in owner_images.values() for row in rows} if window is not None else None
     return LakeView(
         products=products,
         looks=looks,
         generations=generations_by_id(lake),
-        owner_images=ok_images(lake),
-        kept=kept_images(lake),
-        annotations=chosen,
+        owner_images=owner_images,
+        kept=kept_images(lake, among),
+        annotations=annotations_of(lake, among),
         look_products=look_products,
         unresolved_refs=unresolved,
     )
