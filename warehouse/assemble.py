@@ -9,13 +9,19 @@ Rules (what a benchmark user relies on):
 - real_studio_flat: a query product (chosen by a seeded hash, share `query_share`) gives its
   first usable photo as the query and its next photos (up to 4) as the gallery.
 - real_streetlook: one query row per annotated item crop of a look photo (`raw_image` is the
-  photo, rows of one photo share it); the gallery is the linked product's photos.
+  photo, rows of one photo share it); the gallery is the linked product's photos that were
+  first seen in this window and never published (a product first seen in an earlier month
+  gives none, and its crop is held back with the reason). A crop within the dedup radius of
+  an image an earlier release published is held back too (`near_earlier_release`).
 - aigen_studio: a generated query; the gallery is the item's generated gallery images and, for
   image-conditioned queries, the photos of the product it was conditioned on.
 - aigen_streetlook: one query per annotated crop of a generated street scene; the gallery is
   the item's generated studio images.
-- noise: every other product with usable photos; a product shown by a look, conditioned on by
-  a generation, or chosen as a query product is never a distractor.
+- noise: every other product with usable photos; a product shown by a look (its refs resolved
+  from URLs or keys by the read model), conditioned on by a generation, or chosen as a query
+  product is never a distractor.
+- Across releases (docs/release.md): "published" counts only releases whose audit gate passed
+  or that had none.
 - `bbox` is `[x0, y0, x1, y1]` in pixels of `raw_image`, x1/y1 exclusive; null = whole image.
 - Row order is stable (sorted by item_ID, then sha256), so the same lake gives the same files.
 """
