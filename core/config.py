@@ -39,7 +39,10 @@ class SiteSettings(Section):
     look_paths: list[str] = Field(default_factory=list)
     concurrency: int = Field(default=4, ge=1, le=64)
     download_delay: float = Field(default=0.5, ge=0)
-    max_pages: int = Field(default=200, ge=1)
+    # Budgets per run: at either the crawl stops cleanly, records the requests it did not
+    # reach (the site's frontier, in the lake's crawl-state) and the next run starts there.
+    max_pages: int = Field(default=200, ge=1)  # follow-up requests scheduled per run
+    max_duration: float | None = Field(default=None, gt=0)  # seconds per run; None: no limit
     allow_private_addresses: bool = False
     looks: bool = True  # also extract looks from the pages this site's spider visits
 

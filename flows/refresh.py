@@ -399,8 +399,7 @@ def _execute(
     with lake.writer_lock("flow"):
         # Only one flow writes at a time; what a killed run left half-written is swept first.
         lake.reconcile()
-        clock = spec_args["as_of"] if flow_name == "refresh" else None
-        with stages.serve_sample_store(settings, port, clock) as store_url:
+        with stages.serve_sample_store(settings, port, spec_args["as_of"]) as store_url:
             spec = _make_spec(flow_name, settings, store_url=store_url, **spec_args)
             summary = run_pipeline(spec, settings, selected, replace=replace)
     summary["markdown"] = markdown_summary(Lake(spec.home), summary)

@@ -14,7 +14,7 @@ import random
 import struct
 import zlib
 
-from PIL import Image, ImageDraw, ImageFilter
+from PIL import Image, ImageDraw, ImageFilter, ImageOps
 
 from lookbench_live.scrapers.sample_store.catalog import CATEGORIES, COLORS, ProductSpec
 
@@ -141,9 +141,12 @@ def paint_garment(
         canvas.paste(Image.new("RGB", mask.size, (250, 250, 250)), box[:2], collar)
 
 
-def product_rng(product: ProductSpec) -> random.Random:
-    """A generator seeded by the product, so each product's photos are its own but reproducible."""
-    return random.Random(int.from_bytes(hashlib.sha256(product.product_id.encode()).digest()[:8], "big"))
+def product_rng(product: ProductSpec, photo_round: int | None = None) -> random.Random:
+    """A generator seeded by the product, so each product's photos are its own but reproducible;
+    replaced photos (`photo_round` > 0) are new pictures of the same garment."""
+    rounds = product.photo_round if photo_round is None else photo_round
+    key = product.product_id if not rounds else f"{product.product_id}:r{rounds}"
+    return random.Random(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big"))
 
 
 def _styling(canvas: Image.Image, rng: random.Random) -> None:
@@ -165,10 +168,10 @@ def _styling(canvas: Image.Image, rng: random.Random) -> None:
             draw.rectangle([x - r, y - r // 2, x + r, y + r // 2], fill=tone)
 
 
-def product_photo(product: ProductSpec, view: int) -> bytes:
-    """JPEG bytes of photo `view` (0-based) of a product."""
+def product_photo(product: ProductSpec, view: int, photo_round: int | None = None) -> bytes:
+    """JPEG bytes of photo `view` (0-based) of a product (of its current photos, or `photo_round`)."""
     w, h = PHOTO_SIZE
-    rng = product_rng(product)
+    rng = product_rng(product, photo_round)
     # Per-product framing: where and how large the garment sits, and the props behind it.
     # Without it, two solid garments of one shape differ only in colour, which perceptual
     # hashes (grayscale, low frequency) rightly treat as near-duplicates.
@@ -199,6 +202,29 @@ def product_photo(product: ProductSpec, view: int) -> bytes:
         canvas = canvas.filter(ImageFilter.GaussianBlur(0.8))
     out = io.BytesIO()
     canvas.save(out, "JPEG", quality=88)
+    return out.getvalue()
+
+
+def near_copy(data: bytes, transform: str) -> bytes:
+    """An older photo re-uploaded: re-encoded, resized, mirrored or cropped by a pixel a side.
+
+    Each stays within the dedup radius of the original (docs/dedup.md: JPEG 50, resize 50%
+    and mirror copies at <= 4 bits; crops of 3% already miss half the time, so under 1%)."""
+    image = Image.open(io.BytesIO(data)).convert("RGB")
+    quality = 88
+    if transform == "reencode":
+        quality = 50
+    elif transform == "resize":
+        image = image.resize((image.width // 2, image.height // 2), Image.Resampling.LANCZOS)
+    elif transform == "mirror":
+        image = ImageOps.mirror(image)
+    elif transform == "crop":
+        dx, dy = max(1, image.width // 320), max(1, image.height // 320)
+        image = image.crop((dx, dy, image.width - dx, image.height - dy))
+    else:
+        raise ValueError(f"unknown near-copy transform {transform!r}")
+    out = io.BytesIO()
+    image.save(out, "JPEG", quality=quality)
     return out.getvalue()
 
 
