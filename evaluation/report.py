@@ -489,6 +489,7 @@ def render_report(
     audit: dict[str, Any] | None = None,
     samples: int = 4,
     now: dt.datetime | None = None,
+    context: dict[str, Any] | None = None,
 ) -> str:
     """The report's HTML text (see module docstring)."""
     now = now or dt.datetime.now(dt.UTC)
@@ -507,7 +508,10 @@ def render_report(
         if v
     }
     # The baseline's retrieval for the grids; embeddings come from the (release, baseline) cache.
-    run = run_evaluation(lake, data.version, release_path=release_path) if samples else None
+    # The flow passes the evaluation it ran (`context["baseline_run"]`): the report never re-evaluates it.
+    run = (context or {}).get("baseline_run")
+    if run is None and samples:
+        run = run_evaluation(lake, data.version, release_path=release_path)
     manifest = data.manifest
     facts = [
         ("release", data.version),
@@ -549,6 +553,7 @@ def write_report(
     evaluations: Sequence[dict[str, Any]] = (),
     audit: dict[str, Any] | None = None,
     samples: int = 4,
+    context: dict[str, Any] | None = None,
 ) -> str:
     """Write the report to `out_path` (a path on `lake.fs`, atomically) and return that path.
 
@@ -558,7 +563,13 @@ def write_report(
     "reason": …}`; None reads the `audits` table.
     """
     text = render_report(
-        lake, version, release_path=release_path, evaluations=evaluations, audit=audit, samples=samples
+        lake,
+        version,
+        release_path=release_path,
+        evaluations=evaluations,
+        audit=audit,
+        samples=samples,
+        context=context,
     )
     parent = out_path.rsplit("/", 1)[0]
     if parent and parent != out_path:

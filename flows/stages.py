@@ -280,9 +280,9 @@ def conditioning_products(lake: Lake, window: Any = None) -> list[Any]:
     """Real products with a kept, annotated first photo: what image-conditioned generation
     starts from. With a `Window`, only products first seen in it (this release's arrivals)."""
     from lookbench_live.generation import ConditioningProduct
-    from lookbench_live.warehouse.release import lake_view
+    from lookbench_live.warehouse.views import lake_view
 
-    view = lake_view(lake)
+    view = lake_view(lake, window=window)  # only the window's images, when given
     products = []
     for key in sorted(view.products):
         if window is not None and not window.contains(view.products[key].first_seen_at):
