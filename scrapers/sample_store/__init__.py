@@ -306,7 +306,9 @@ class SampleStore:
 
     def _look_photo(self, look: LookSpec) -> bytes:
         def make() -> bytes:
-            data, boxes = drawing.look_photo(look.products)
+            # Monthly looks get their own scene; the five core looks keep the plain one.
+            variation = look.look_id if look.look_id.startswith("look-20") else None
+            data, boxes = drawing.look_photo(look.products, variation)
             self._look_boxes[look.look_id] = boxes
             return data
 

@@ -417,15 +417,15 @@ def monthly_looks(
 ) -> list[LookSpec]:  # fmt: skip
     """The monthly looks published in the `LOOKS_LISTED_DAYS` before `clock`, oldest first.
 
-    Look k of a month is published on day 2 + 25k/per_month at 10:00 and wears one or two
-    products that arrived in the three weeks before it and one older product (a core product
-    or a drop at least five weeks old), all listed at that moment."""
+    Look k of a month is published on day 9 + 14k/per_month at 10:00 and wears one or two
+    products that arrived since the 1st of its month and one older product (a core product
+    or a drop at least five weeks old), all still listed three weeks later."""
     looks: list[LookSpec] = []
     start = clock - dt.timedelta(days=LOOKS_LISTED_DAYS)
     year, month = start.year, start.month
     while dt.datetime(year, month, 1, tzinfo=dt.UTC) <= clock:
         for k in range(per_month):
-            moment = dt.datetime(year, month, 2 + (25 * k) // per_month, 10, tzinfo=dt.UTC)
+            moment = dt.datetime(year, month, 9 + (14 * k) // per_month, 10, tzinfo=dt.UTC)
             if start <= moment <= clock and moment >= EPOCH + dt.timedelta(weeks=6):
                 look = _look_at(f"look-{year}-{month:02d}-{k + 1:02d}", moment, k, history, core)
                 if look is not None:
@@ -447,7 +447,10 @@ def _look_at(
         and (p.removed_at is None or p.removed_at > moment + dt.timedelta(days=21))
         and p.near_copy is None
     ]
-    recent = [p for p in live if p.published_at >= moment - dt.timedelta(days=21)]
+    # New: arrived this month, after a crawl on the 1st could have seen it, so a look and its
+    # new products are first seen together (an older product is only what it links besides).
+    month_start = moment.replace(day=1, hour=0)
+    recent = [p for p in live if p.published_at > month_start]
     older = [p for p in live if p.published_at <= moment - dt.timedelta(days=35)] + core
 
     def kind_of(p: ProductSpec) -> str:
@@ -464,14 +467,26 @@ def _look_at(
         [("older", ("top",)), ("recent", bottoms), ("recent", ("outer",))],
         [("older", ("dress",)), ("recent", ("outer",))],
     ]
-    chosen: list[ProductSpec] = []
-    for which, kinds in plans[k % len(plans)]:
-        if kinds == ("outer",) and any(kind_of(p) == "outer" for p in chosen):
-            continue  # one coat per look
-        found = pick(recent if which == "recent" else older, kinds, chosen) or pick(older, kinds, chosen)
-        if found is None:
-            return None
-        chosen.append(found)
+
+    def fill(plan: list[tuple[str, tuple[str, ...]]], strict: bool) -> list[ProductSpec] | None:
+        chosen: list[ProductSpec] = []
+        for which, kinds in plan:
+            if kinds == ("outer",) and any(kind_of(p) == "outer" for p in chosen):
+                continue  # one coat per look
+            found = pick(recent if which == "recent" else older, kinds, chosen)
+            if found is None and not strict:
+                found = pick(older, kinds, chosen)
+            if found is None:
+                return None
+            chosen.append(found)
+        return chosen
+
+    # The look's own plan if this month's arrivals can fill its new slots, else the next that
+    # can (so every look wears something new), else its own with older stand-ins.
+    order = [plans[(k + i) % len(plans)] for i in range(len(plans))]
+    chosen = next((c for c in (fill(plan, True) for plan in order) if c), None) or fill(order[0], False)
+    if not chosen:
+        return None
     return LookSpec(
         look_id=look_id,
         title=f"{moment:%B %Y} look {k + 1}: " + " + ".join(p.category for p in chosen),
