@@ -72,6 +72,17 @@ def run_month(cli: str, home: str, config: str, as_of: dt.date, port: int) -> di
     }
 
 
+def release_queries(home: str, version: str) -> dict[str, int]:
+    """Query rows per subset (and noise rows) of the month's release, from its manifest."""
+    from lookbench_live.warehouse.lake import Lake
+    from lookbench_live.warehouse.release import read_manifest
+
+    rows = read_manifest(Lake(home), version).get("rows", {})
+    out = {k.split("/")[0]: v for k, v in rows.items() if k.endswith("/query.parquet")}
+    out["noise"] = rows.get("noise/gallery.parquet", 0)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--months", type=int, default=12)
@@ -87,6 +98,8 @@ def main() -> int:
     results = []
     for as_of in month_starts(dt.date.fromisoformat(args.first), args.months):
         result = run_month(cli, home, str(config), as_of, args.port)
+        if result["exit"] == 0:
+            result["queries"] = release_queries(home, "v" + as_of.strftime("%Y%m%d"))
         results.append(result)
         print(json.dumps(result), flush=True)
         if result["exit"] != 0:
