@@ -426,7 +426,7 @@ def monthly_looks(
     while dt.datetime(year, month, 1, tzinfo=dt.UTC) <= clock:
         for k in range(per_month):
             moment = dt.datetime(year, month, 9 + (14 * k) // per_month, 10, tzinfo=dt.UTC)
-            if start <= moment <= clock and moment >= EPOCH + dt.timedelta(weeks=6):
+            if start <= moment <= clock and moment >= EPOCH:
                 look = _look_at(f"look-{year}-{month:02d}-{k + 1:02d}", moment, k, history, core)
                 if look is not None:
                     looks.append(look)
