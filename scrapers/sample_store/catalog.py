@@ -278,6 +278,7 @@ ARRIVAL_EVENTS = (
 def _happens(event: str, n: int, share: float) -> bool:
     return random.Random(f"{SEED}:{event}:{n}").random() < share
 
+
 EARLY_REMOVAL_DAYS = 12  # one in seven: taken down early (a monthly crawl may never see it)
 
 
@@ -318,7 +319,9 @@ def drop_time(week: int) -> dt.datetime:
     return EPOCH + dt.timedelta(weeks=week)
 
 
-def arrival(n: int, per_week: int, clock: dt.datetime, core: list[ProductSpec], revision: int = 0) -> ProductSpec:
+def arrival(
+    n: int, per_week: int, clock: dt.datetime, core: list[ProductSpec], revision: int = 0
+) -> ProductSpec:
     """Weekly-drop product number `n` as the store shows it at `clock` (it must have arrived)."""
     week, slot = divmod(n, per_week)
     rng = random.Random(f"{SEED}:arrival:{n}")
@@ -411,15 +414,16 @@ def monthly_looks(
 ) -> list[LookSpec]:  # fmt: skip
     """The monthly looks published in the `LOOKS_LISTED_DAYS` before `clock`, oldest first.
 
-    Look k of a month is published on day 2 + 25k/per_month at 10:00 and wears one or two
-    products that arrived in the three weeks before it and one older product (a core product
-    or a drop at least five weeks old), all listed at that moment."""
+    Look k of a month is published on day 8 + 20k/per_month at 10:00 and wears one or two
+    products that arrived that month (after the 1st) in the three weeks before it and one
+    older product (a core product or a drop at least five weeks old), all listed then."""
     looks: list[LookSpec] = []
     start = clock - dt.timedelta(days=LOOKS_LISTED_DAYS)
     year, month = start.year, start.month
     while dt.datetime(year, month, 1, tzinfo=dt.UTC) <= clock:
         for k in range(per_month):
-            moment = dt.datetime(year, month, 2 + (25 * k) // per_month, 10, tzinfo=dt.UTC)
+            # From day 8: a week's drop has arrived since the crawl of the 1st (see `_look_at`).
+            moment = dt.datetime(year, month, 8 + (20 * k) // per_month, 10, tzinfo=dt.UTC)
             if start <= moment <= clock and moment >= EPOCH + dt.timedelta(weeks=6):
                 look = _look_at(f"look-{year}-{month:02d}-{k + 1:02d}", moment, k, history, core)
                 if look is not None:
@@ -441,7 +445,13 @@ def _look_at(
         and (p.removed_at is None or p.removed_at > moment + dt.timedelta(days=21))
         and p.near_copy is None
     ]
-    recent = [p for p in live if p.published_at >= moment - dt.timedelta(days=21)]
+    # "Recent" = arrived this month, after the monthly crawl of the 1st: the next crawl then
+    # first sees the look and these products together, so the release that takes the look can
+    # still hold their photos back from studio queries and noise as its gallery.
+    month_start = moment.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    recent = [
+        p for p in live if p.published_at > month_start and p.published_at >= moment - dt.timedelta(days=21)
+    ]
     older = [p for p in live if p.published_at <= moment - dt.timedelta(days=35)] + core
 
     def kind_of(p: ProductSpec) -> str:
@@ -462,7 +472,16 @@ def _look_at(
     for which, kinds in plans[k % len(plans)]:
         if kinds == ("outer",) and any(kind_of(p) == "outer" for p in chosen):
             continue  # one coat per look
-        found = pick(recent if which == "recent" else older, kinds, chosen) or pick(older, kinds, chosen)
+        found = pick(recent if which == "recent" else older, kinds, chosen)
+        if found is None and which == "recent":
+            # This month's drops may lack the kind: any of them beats a look with nothing new.
+            others = tuple(
+                c[0]
+                for c in CATEGORIES.values()
+                if c[0] != "outer" or not any(kind_of(p) == "outer" for p in chosen)
+            )
+            found = pick(recent, others, chosen)
+        found = found or pick(older, kinds, chosen)
         if found is None:
             return None
         chosen.append(found)
