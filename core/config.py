@@ -73,6 +73,8 @@ class CrawlSettings(Section):
     batch_size: int = Field(default=200, ge=1)  # rows per lake commit
     playwright: bool = True  # False: JavaScript sites are skipped with a recorded reason
     state_dir: str | None = None  # crawl journals; None: <lake>/crawl-state (required for s3:// lakes)
+    # The embedded default (no `sites`): the living sample store's weekly arrivals (benchmarks).
+    sample_products_per_week: int = Field(default=4, ge=0, le=100_000)
 
 
 class IngestSettings(Section):

@@ -58,7 +58,8 @@ def serve_sample_store(settings: Settings, port: int, clock: dt.datetime) -> Ite
         return
     from lookbench_live.scrapers.sample_store import SampleStore
 
-    with SampleStore(port=port, clock=clock) as store:
+    per_week = settings.crawl.sample_products_per_week
+    with SampleStore(port=port, clock=clock, products_per_week=per_week) as store:
         yield store.base_url
 
 

@@ -80,11 +80,23 @@ def test_each_release_cycle_plans_new_ids_and_a_rerun_makes_nothing(tmp_path):
         _, planned = plan_generation(settings, taxonomy(), cycle=version)
         ids[version] = {r.generation_id for r in planned}
         made = run_generation(
-            lake, settings, taxonomy(), f"run-{version}", image_generator=tiny_generator(), now=as_of, cycle=version
+            lake,
+            settings,
+            taxonomy(),
+            f"run-{version}",
+            image_generator=tiny_generator(),
+            now=as_of,
+            cycle=version,
         )
         assert made.generated == len(planned) and made.skipped_existing == 0
         again = run_generation(
-            lake, settings, taxonomy(), f"rerun-{version}", image_generator=tiny_generator(), now=as_of, cycle=version
+            lake,
+            settings,
+            taxonomy(),
+            f"rerun-{version}",
+            image_generator=tiny_generator(),
+            now=as_of,
+            cycle=version,
         )
         assert (again.generated, again.skipped_existing) == (0, len(planned))
     assert ids["v20261201"] and ids["v20270101"] and not ids["v20261201"] & ids["v20270101"]

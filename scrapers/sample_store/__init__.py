@@ -135,7 +135,11 @@ class SampleStore:
             product = arrival(n, per_week, clock, core, self.revision)
             history[product.product_id] = product
         listed = [p for p in history.values() if p.removed_at is None or p.removed_at > clock]
-        looks = [lk for lk in build_looks(core, CORE_ANCHOR) if clock < CORE_ANCHOR + dt.timedelta(days=CORE_LOOKS_DAYS)]
+        looks = [
+            lk
+            for lk in build_looks(core, CORE_ANCHOR)
+            if clock < CORE_ANCHOR + dt.timedelta(days=CORE_LOOKS_DAYS)
+        ]
         looks = [lk for lk in looks if lk.published_at <= clock]
         looks += monthly_looks(clock, self.looks_per_month, history, core)
         with self._lock:
@@ -302,7 +306,9 @@ class SampleStore:
 
     def _look_photo(self, look: LookSpec) -> bytes:
         def make() -> bytes:
-            data, boxes = drawing.look_photo(look.products)
+            # Monthly looks get their own scene; the five core looks keep the plain one.
+            variation = look.look_id if look.look_id.startswith("look-20") else None
+            data, boxes = drawing.look_photo(look.products, variation)
             self._look_boxes[look.look_id] = boxes
             return data
 
@@ -560,7 +566,9 @@ class _Handler(BaseHTTPRequestHandler):
             if product is None or f"/img/p/{product.product_id}/{parts[4]}" not in pages.image_paths(product):
                 return self._not_found()  # unknown, removed, or a photo the product no longer shows
             view = int(name.rsplit("-", 1)[-1])
-            return self._jpeg(store.image(f"p/{product.product_id}/{name}", lambda: store.photo(product, view)))
+            return self._jpeg(
+                store.image(f"p/{product.product_id}/{name}", lambda: store.photo(product, view))
+            )
         if path.startswith("/img/looks/"):
             look = store._looks_by_id.get(path[len("/img/looks/") :].removesuffix(".jpg"))
             return self._jpeg(store._look_photo(look)) if look else self._not_found()

@@ -353,6 +353,9 @@ def arrival(
         # A "new" product whose last photo is an older product's first photo, altered: from a
         # drop at least five weeks earlier (an earlier monthly release), else a core product.
         older = n - 5 * per_week
+        # One a monthly crawl has seen: not taken down early, not itself a copy.
+        while older >= 0 and (_happens("removed", older, 1 / 7) or older % 9 == 5):
+            older -= 1
         older_id = f"{2000 + older}" if older >= 0 else core[n % len(core)].product_id
         near_copy = (older_id, 0, NEAR_COPY_TRANSFORMS[(n // 9) % len(NEAR_COPY_TRANSFORMS)])
     slug = f"{shape.replace('_', '-')}-w{week:03d}-{slot:02d}-{spec['color']}-{spec['category']}"
@@ -414,16 +417,15 @@ def monthly_looks(
 ) -> list[LookSpec]:  # fmt: skip
     """The monthly looks published in the `LOOKS_LISTED_DAYS` before `clock`, oldest first.
 
-    Look k of a month is published on day 8 + 20k/per_month at 10:00 and wears one or two
-    products that arrived that month (after the 1st) in the three weeks before it and one
-    older product (a core product or a drop at least five weeks old), all listed then."""
+    Look k of a month is published on day 9 + 14k/per_month at 10:00 and wears one or two
+    products that arrived since the 1st of its month and one older product (a core product
+    or a drop at least five weeks old), all still listed three weeks later."""
     looks: list[LookSpec] = []
     start = clock - dt.timedelta(days=LOOKS_LISTED_DAYS)
     year, month = start.year, start.month
     while dt.datetime(year, month, 1, tzinfo=dt.UTC) <= clock:
         for k in range(per_month):
-            # From day 8: a week's drop has arrived since the crawl of the 1st (see `_look_at`).
-            moment = dt.datetime(year, month, 8 + (20 * k) // per_month, 10, tzinfo=dt.UTC)
+            moment = dt.datetime(year, month, 9 + (14 * k) // per_month, 10, tzinfo=dt.UTC)
             if start <= moment <= clock and moment >= EPOCH + dt.timedelta(weeks=6):
                 look = _look_at(f"look-{year}-{month:02d}-{k + 1:02d}", moment, k, history, core)
                 if look is not None:
@@ -445,13 +447,10 @@ def _look_at(
         and (p.removed_at is None or p.removed_at > moment + dt.timedelta(days=21))
         and p.near_copy is None
     ]
-    # "Recent" = arrived this month, after the monthly crawl of the 1st: the next crawl then
-    # first sees the look and these products together, so the release that takes the look can
-    # still hold their photos back from studio queries and noise as its gallery.
-    month_start = moment.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    recent = [
-        p for p in live if p.published_at > month_start and p.published_at >= moment - dt.timedelta(days=21)
-    ]
+    # New: arrived this month, after a crawl on the 1st could have seen it, so a look and its
+    # new products are first seen together (an older product is only what it links besides).
+    month_start = moment.replace(day=1, hour=0)
+    recent = [p for p in live if p.published_at > month_start]
     older = [p for p in live if p.published_at <= moment - dt.timedelta(days=35)] + core
 
     def kind_of(p: ProductSpec) -> str:
@@ -468,23 +467,26 @@ def _look_at(
         [("older", ("top",)), ("recent", bottoms), ("recent", ("outer",))],
         [("older", ("dress",)), ("recent", ("outer",))],
     ]
-    chosen: list[ProductSpec] = []
-    for which, kinds in plans[k % len(plans)]:
-        if kinds == ("outer",) and any(kind_of(p) == "outer" for p in chosen):
-            continue  # one coat per look
-        found = pick(recent if which == "recent" else older, kinds, chosen)
-        if found is None and which == "recent":
-            # This month's drops may lack the kind: any of them beats a look with nothing new.
-            others = tuple(
-                c[0]
-                for c in CATEGORIES.values()
-                if c[0] != "outer" or not any(kind_of(p) == "outer" for p in chosen)
-            )
-            found = pick(recent, others, chosen)
-        found = found or pick(older, kinds, chosen)
-        if found is None:
-            return None
-        chosen.append(found)
+
+    def fill(plan: list[tuple[str, tuple[str, ...]]], strict: bool) -> list[ProductSpec] | None:
+        chosen: list[ProductSpec] = []
+        for which, kinds in plan:
+            if kinds == ("outer",) and any(kind_of(p) == "outer" for p in chosen):
+                continue  # one coat per look
+            found = pick(recent if which == "recent" else older, kinds, chosen)
+            if found is None and not strict:
+                found = pick(older, kinds, chosen)
+            if found is None:
+                return None
+            chosen.append(found)
+        return chosen
+
+    # The look's own plan if this month's arrivals can fill its new slots, else the next that
+    # can (so every look wears something new), else its own with older stand-ins.
+    order = [plans[(k + i) % len(plans)] for i in range(len(plans))]
+    chosen = next((c for c in (fill(plan, True) for plan in order) if c), None) or fill(order[0], False)
+    if not chosen:
+        return None
     return LookSpec(
         look_id=look_id,
         title=f"{moment:%B %Y} look {k + 1}: " + " + ".join(p.category for p in chosen),

@@ -228,10 +228,26 @@ def near_copy(data: bytes, transform: str) -> bytes:
     return out.getvalue()
 
 
-def look_photo(products: list[ProductSpec]) -> tuple[bytes, list[tuple[int, int, int, int]]]:
-    """JPEG bytes of a figure wearing the products, and each product's pixel box, in order."""
+def look_photo(
+    products: list[ProductSpec], variation: str | None = None
+) -> tuple[bytes, list[tuple[int, int, int, int]]]:
+    """JPEG bytes of a figure wearing the products, and each product's pixel box, in order.
+
+    With `variation` (a look id), the scene is the look's own: backdrop tone and props, and
+    each garment's box stretched a little. Without it, every look of a kind of garment is
+    drawn in the same place on the same plain backdrop, so crops of two solid skirts of one
+    shape are near copies to a perceptual hash (grayscale, low frequency): fine for the five
+    core looks, not for a new month of looks that must not repeat earlier releases."""
     w, h = LOOK_SIZE
-    canvas = Image.new("RGB", (w, h), (236, 230, 222))
+    rng = random.Random(f"look:{variation}") if variation else None
+    backdrop = (236, 230, 222) if rng is None else tuple(rng.randint(150, 245) for _ in range(3))
+    canvas = Image.new("RGB", (w, h), backdrop)
+    if rng is not None:
+        _styling(canvas, rng)
+        for _ in range(rng.randint(4, 8)):  # more props where garments sit: crops include them
+            x, y, r = rng.randint(0, w), rng.randint(120, 600), rng.randint(15, 60)
+            tone = tuple(rng.randint(40, 250) for _ in range(3))
+            ImageDraw.Draw(canvas).rectangle([x - r, y - r // 2, x + r, y + r], fill=tone)
     draw = ImageDraw.Draw(canvas)
     skin = (224, 184, 150)
     draw.ellipse([w // 2 - 36, 30, w // 2 + 36, 110], fill=skin)  # head
@@ -251,6 +267,10 @@ def look_photo(products: list[ProductSpec]) -> tuple[bytes, list[tuple[int, int,
             box = (w // 2 - 150, 120, w // 2 + 150, 400)
         else:
             box = (w // 2 - 110, 330, w // 2 + 110, 600 if kind != "shorts" else 560)
+        if rng is not None:  # the look's own cut: wider or narrower, longer or shorter
+            half = int((box[2] - box[0]) * rng.uniform(0.78, 1.1)) // 2
+            bottom = box[1] + int((box[3] - box[1]) * rng.uniform(0.85, 1.05))
+            box = (w // 2 - half, box[1], w // 2 + half, min(h - 1, bottom))
         paint_garment(canvas, products[i], box)
         placed[i] = box
     boxes = [placed[i] for i in range(len(products))]
