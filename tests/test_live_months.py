@@ -25,7 +25,8 @@ from lookbench_live.schema.release import FILES, SUBSETS
 from lookbench_live.warehouse.lake import Lake
 from lookbench_live.warehouse.release import committed_versions, read_manifest, verify_release
 
-pytestmark = pytest.mark.slow
+# Seven refreshes on 2 shared cores: far over the suite-wide 600 s timeout.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
 MONTHS = ("2026-09-01", "2026-10-01", "2026-11-01", "2027-01-01")  # December is skipped
 VERSIONS = tuple("v" + m.replace("-", "") for m in MONTHS)
