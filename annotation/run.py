@@ -63,16 +63,13 @@ from lookbench_live.annotation.prompts import prompt_version
 from lookbench_live.config import AnnotationSettings, secret
 from lookbench_live.schema.records import (
     Annotation,
-    Generation,
-    Look,
     Record,
     Rejection,
     bbox_text,
-    product_key,
 )
 from lookbench_live.schema.taxonomy import Taxonomy
+from lookbench_live.warehouse import views
 from lookbench_live.warehouse.lake import Lake
-from lookbench_live.warehouse.views import latest_products
 
 log = logging.getLogger(__name__)
 
@@ -205,29 +202,16 @@ def parse_hotspots(
 
 def plan_units(lake: Lake, taxonomy: Taxonomy) -> Iterator[Unit]:
     """The kept images in a stable order (owner kind, owner, position), each sha256 once."""
-    decisions = lake.read("dedup_decisions", columns=["sha256", "decision"]).to_pylist()
-    kept = {d["sha256"] for d in decisions if d["decision"] == "kept"}
-    rows = [
-        r
-        for r in lake.read(
-            "images", columns=["owner_kind", "owner_id", "sha256", "status", "width", "height", "position"]
-        ).to_pylist()
-        if r["status"] == "ok" and r["sha256"] in kept
-    ]
+    # The lake read model (warehouse/views.py): no hand-written joins here.
+    kept = set(views.kept_images(lake))
+    rows = [r for rows in views.ok_images(lake).values() for r in rows if r["sha256"] in kept]
     rows.sort(
         key=lambda r: (KIND_ORDER.get(r["owner_kind"], 9), r["owner_id"], r["position"] or 0, r["sha256"])
     )
-    products = latest_products(lake)
-    url_index = {p.url: key for key, p in products.items()}
-    looks: dict[str, Look] = {}
-    for record in lake.records("looks"):
-        assert isinstance(record, Look)
-        looks[product_key(record.source, record.look_id)] = record
-    generations: dict[str, Generation] = {}
-    for record in lake.records("generations"):
-        assert isinstance(record, Generation)
-        if record.status == "ok":
-            generations[record.generation_id] = record
+    products = views.latest_products(lake)
+    urls = views.url_index(products)
+    looks = views.looks_by_key(lake)
+    generations = views.generations_by_id(lake, ok_only=True)
     priors: dict[str, Prior] = {}
 
     def prior_of(key: str) -> Prior:
@@ -255,9 +239,7 @@ def plan_units(lake: Lake, taxonomy: Taxonomy) -> Iterator[Unit]:
                 unit.problem = ("owner_missing", f"no looks row for {unit.owner_id}")
             else:
                 unit.multi = True
-                resolved = {
-                    ref: (ref if ref in products else url_index.get(ref)) for ref in look.product_refs
-                }
+                resolved = views.resolve_refs(look.product_refs, products, urls)
                 linked = [key for key in resolved.values() if key]
                 unit.ref_priors = {key: prior_of(key) for key in linked}
                 unit.refs = _unique_refs({key: unit.ref_priors[key].category for key in linked})

@@ -39,7 +39,10 @@ class SiteSettings(Section):
     look_paths: list[str] = Field(default_factory=list)
     concurrency: int = Field(default=4, ge=1, le=64)
     download_delay: float = Field(default=0.5, ge=0)
-    max_pages: int = Field(default=200, ge=1)
+    # Budgets per run: at either the crawl stops cleanly, records the requests it did not
+    # reach (the site's frontier, in the lake's crawl-state) and the next run starts there.
+    max_pages: int = Field(default=200, ge=1)  # follow-up requests scheduled per run
+    max_duration: float | None = Field(default=None, gt=0)  # seconds per run; None: no limit
     allow_private_addresses: bool = False
     # With allow_private_addresses: other hosts (names, lower case) whose images this site's
     # products may be fetched from at private addresses; its own base_url host always may.
@@ -73,6 +76,8 @@ class CrawlSettings(Section):
     batch_size: int = Field(default=200, ge=1)  # rows per lake commit
     playwright: bool = True  # False: JavaScript sites are skipped with a recorded reason
     state_dir: str | None = None  # crawl journals; None: <lake>/crawl-state (required for s3:// lakes)
+    # The embedded default (no `sites`): the living sample store's weekly arrivals (benchmarks).
+    sample_products_per_week: int = Field(default=4, ge=0, le=100_000)
 
 
 class IngestSettings(Section):

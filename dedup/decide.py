@@ -38,8 +38,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from lookbench_live.config import DedupSettings
 from lookbench_live.dedup.index import is_hash, pack, range_pairs
 from lookbench_live.dedup.known import KnownHashes, load_known_hashes
@@ -158,43 +156,20 @@ def _rehash(lake: Lake, image: _Image) -> str | None:
     return None
 
 
-def _released(lake: Lake) -> dict[str, str]:
-    from lookbench_live.warehouse.release import released_sha256s
+def _released(lake: Lake) -> tuple[dict[str, str], dict[str, ImageHashes]]:
+    """sha256 -> version of every image a counted earlier release published, and their hashes.
 
-    return released_sha256s(lake)
+    Read once per call from the released-image index (warehouse/released.py), not from every
+    release file: a release whose audit gate failed does not count (its images stay eligible).
+    """
+    from lookbench_live.warehouse.release import counted_index
 
-
-def _hash_released_bytes(lake: Lake, wanted: set[str]) -> dict[str, ImageHashes]:
-    """Hashes of released images that the lake does not hold, from the release files' bytes."""
-    from lookbench_live.warehouse.release import committed_versions, read_manifest, release_dir
-
-    found: dict[str, ImageHashes] = {}
-    for version in committed_versions(lake):
-        base = release_dir(lake, version)
-        for rel in read_manifest(lake, version).get("files", {}):
-            if not wanted - found.keys():
-                return found
-            if not rel.endswith(".parquet"):
-                continue
-            with lake.fs.open(f"{base}/{rel}", "rb") as handle:
-                parquet = pq.ParquetFile(handle)
-                names = set(parquet.schema_arrow.names)
-                pairs = [
-                    (s, i) for s, i in (("sha256", "image"), ("raw_sha256", "raw_image")) if {s, i} <= names
-                ]
-                for sha_col, image_col in pairs:
-                    for batch in parquet.iter_batches(columns=[sha_col, image_col], batch_size=256):
-                        for sha, image in zip(
-                            batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True
-                        ):
-                            if sha in wanted and sha not in found and image and image.get("bytes"):
-                                try:
-                                    found[sha] = hash_bytes(image["bytes"])
-                                except Exception as exc:  # a broken released image only weakens the check
-                                    log.warning(
-                                        "released image %s of %s is unreadable: %s", sha, version, exc
-                                    )
-    return found
+    index = counted_index(lake)
+    hashes = {
+        sha: ImageHashes(phash=p, phash_mirror=m, dhash=d or "", method=HASH_METHOD)
+        for sha, (p, m, d) in index.hashes.items()
+    }
+    return dict(index.sha_version), hashes
 
 
 @dataclass(slots=True)
@@ -259,7 +234,7 @@ def run_dedup(lake: Lake, settings: DedupSettings, run_id: str) -> DedupResult:
         load_known_hashes(settings.known_dataset_hashes) if settings.known_dataset_hashes else KnownHashes()
     )
     result.known_hashes = len(known)
-    released = _released(lake)
+    released, released_hashes = _released(lake)
 
     # References: what this run's images must not repeat.
     references: list[_Node] = []
@@ -278,7 +253,7 @@ def run_dedup(lake: Lake, settings: DedupSettings, run_id: str) -> DedupResult:
             continue
         references.append(_Node(image, release=released.get(sha), run_id=kept_earlier.get(sha)))
     if missing_released:
-        recovered = _hash_released_bytes(lake, set(missing_released))
+        recovered = {sha: released_hashes[sha] for sha in missing_released if sha in released_hashes}
         for sha, image in missing_released.items():
             if sha in recovered:
                 image.hashes = recovered[sha]

@@ -57,8 +57,40 @@ def _print_table(result: dict[str, Any]) -> None:
     Console().print(table)
 
 
+def _print_gap(out: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    shown = ("fine_recall@1", "coarse_recall@1", "ndcg@5", "mrr")
+    table = Table(title=f"Contamination gap of {out['model']}, cutoff {out['after']} (percent)")
+    table.add_column("queries first seen", no_wrap=True)
+    table.add_column("queries", justify="right")
+    for name in shown:
+        table.add_column(name, justify="right")
+    for label, key in (("on/before cutoff", "before"), ("after cutoff", "after_cutoff")):
+        entry = out[key]
+        table.add_row(
+            label, str(entry["queries"]), *["–" if entry[n] is None else f"{entry[n]:.2f}" for n in shown]
+        )
+    gap = out["gap"]
+    table.add_row(
+        "gap (before - after)",
+        "",
+        *["–" if gap[n] is None else f"{gap[n]:+.2f}" for n in shown],
+        style="bold",
+    )
+    Console().print(table)
+
+
 def evaluate(
-    version: Annotated[str, typer.Argument(help="vYYYYMMDD or latest.")],
+    version: Annotated[str, typer.Argument(help="vYYYYMMDD or latest.")] = "latest",
+    releases: Annotated[
+        str | None,
+        typer.Option(
+            help="A range of releases, e.g. v20260901..latest (or 'all', or a comma list): scores each; "
+            "with --after, also the contamination gap over them."
+        ),
+    ] = None,
     model: Annotated[
         str | None,
         typer.Option(
@@ -88,6 +120,8 @@ def evaluate(
       lookbench-live evaluate v20261201 --model ./models/siglip --after 2026-06-30 --json
 
       lookbench-live evaluate latest --embeddings my_model.parquet --model my-model
+
+      lookbench-live evaluate --releases v20260901..latest --after 2026-10-15
     """
     from lookbench_live.evaluation.evaluate import evaluate_release, evaluation_records
 
@@ -96,6 +130,11 @@ def evaluate(
     # Refuse before scoring when another writer holds the lake (the append below needs it).
     with lake.writer_lock("evaluate"):
         pass
+    if releases is not None:
+        _evaluate_range(
+            lake, settings, releases, model, embeddings, _parse_date(after), trust_remote_code, as_json
+        )
+        return
     result = evaluate_release(
         lake,
         version,
@@ -115,6 +154,48 @@ def evaluate(
         typer.echo(json.dumps(result, indent=2))
     else:
         _print_table(result)
+
+
+def _evaluate_range(
+    lake: Any,
+    settings: Any,
+    releases: str,
+    model: str | None,
+    embeddings: str | None,
+    after: dt.date | None,
+    trust_remote_code: bool,
+    as_json: bool,
+) -> None:
+    from lookbench_live.evaluation.contamination import evaluate_range, resolve_range
+    from lookbench_live.evaluation.evaluate import evaluation_records
+    from lookbench_live.warehouse.release import ReleaseError
+
+    s = settings.evaluation
+    try:
+        versions = resolve_range(lake, releases)
+    except ReleaseError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--releases") from exc
+    out = evaluate_range(
+        lake,
+        versions,
+        model=model,
+        embeddings=embeddings,
+        after=after,
+        trust_remote_code=trust_remote_code or s.trust_remote_code,
+        batch_size=s.batch_size,
+        chunk_size=s.chunk_size,
+        device=s.device,
+    )
+    with lake.writer_lock():
+        for result in out["releases"]:
+            lake.append(evaluation_records(result))
+    if as_json:
+        typer.echo(json.dumps(out, indent=2))
+        return
+    for result in out["releases"]:
+        _print_table(result)
+    if after is not None:
+        _print_gap(out)
 
 
 LEADERBOARD_SQL = """

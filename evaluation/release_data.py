@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lookbench_live.schema.release import MANIFEST, NOISE, RELEASE_SCHEMA, SPLIT_NAMES, SUBSETS
 from lookbench_live.warehouse.lake import Lake
-from lookbench_live.warehouse.release import MANIFEST, check_version, release_dir, resolve_version
+from lookbench_live.warehouse.release import check_version, release_dir, resolve_version
 
-SUBSETS = ("real_studio_flat", "aigen_studio", "real_streetlook", "aigen_streetlook")
-NOISE = "noise"
 LABEL_COLUMNS = (
     "sha256",
     "category",
@@ -70,17 +69,7 @@ class ReleaseData:
 
 
 def _empty_labels() -> pa.Table:
-    return pa.table(
-        {
-            "sha256": pa.array([], pa.string()),
-            "category": pa.array([], pa.string()),
-            "main_attribute": pa.array([], pa.string()),
-            "item_ID": pa.array([], pa.string()),
-            "attributes": pa.array([], pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))),
-            "first_seen_at": pa.array([], pa.timestamp("us", tz="UTC")),
-            "published_at": pa.array([], pa.timestamp("us", tz="UTC")),
-        }
-    )
+    return pa.schema([RELEASE_SCHEMA.field(c) for c in LABEL_COLUMNS]).empty_table()
 
 
 def locate(lake: Lake, version: str, release_path: str | None = None) -> tuple[str, str, dict]:
@@ -102,7 +91,7 @@ def locate(lake: Lake, version: str, release_path: str | None = None) -> tuple[s
 def load_release(lake: Lake, version: str, release_path: str | None = None) -> ReleaseData:
     """Label columns of every query and gallery file of the release (see module docstring)."""
     version, base, manifest = locate(lake, version, release_path)
-    wanted = [f"{s}/{split}" for s in SUBSETS for split in ("query", "gallery")] + [f"{NOISE}/gallery"]
+    wanted = SPLIT_NAMES
     listed = manifest.get("files") if manifest else None
     files: dict[str, str] = {}
     for name in wanted:

@@ -1,37 +1,46 @@
 """The flows users run: the monthly refresh and a backfill over a date window.
 
-`flows/` alone orders the stages:
+`flows/` alone orders the stages. A run is a list of steps (datatrove's idiom), each one
+function taking the run's state and returning it:
 
     crawl -> ingest -> dedup -> annotate -> generate -> dedup -> annotate
-          -> [staging release: audit -> evaluate -> report] -> commit -> summary
+          -> stage -> audit -> evaluate -> report -> commit -> summary
 
 Real products are deduplicated and annotated before generation so that image-conditioned
 AIGen queries start from annotated gallery products; the second dedup and annotate passes
-take only what generation added (every stage skips what the lake already holds).
+take only what generation added (every stage skips what the lake already holds). `stage`
+writes the release to a staging folder; audit, evaluate and report read that folder (the
+evaluation runs once; the report is given its results); `commit` writes the manifest and
+makes the release visible, `LATEST` last.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from prefect import flow, get_run_logger, task
+from prefect import flow, get_run_logger
 
 from lookbench_live.config import Settings, load_settings
 from lookbench_live.flows import ledger, stages
 from lookbench_live.flows.progress import stage_progress
 from lookbench_live.flows.runtime import RunSpec, default_as_of, parse_moment, task_runner
 from lookbench_live.flows.summary import markdown_summary, publish_artifact, rejection_counts
-from lookbench_live.warehouse.assemble import SUBSETS, Window
+from lookbench_live.schema.release import SUBSETS
+from lookbench_live.warehouse.assemble import Window
 from lookbench_live.warehouse.lake import Lake
 from lookbench_live.warehouse.release import (
-    ReleaseError,
-    build_release,
+    BuildResult,
+    ReleaseExists,
+    StagedRelease,
+    commit_release,
     committed_versions,
+    gate_passed,
     read_manifest,
+    stage_release,
     version_for,
 )
 
@@ -39,89 +48,142 @@ ALL_STAGES = ("crawl", "ingest", "dedup", "annotate", "generate", "audit", "rele
 BACKFILL_STAGES = ("dedup", "annotate", "audit", "release", "evaluate")
 
 
-def previous_window_end(lake: Lake, before: str) -> dt.datetime | None:
-    """Where the newest committed release before `before` stopped: the refresh's default start."""
+def previous_release(lake: Lake, before: str) -> tuple[str, dt.datetime | None] | None:
+    """The newest committed release before `before` whose gate passed (or had none), and its end.
+
+    A release whose gate failed does not use up its window: the next run covers it again.
+    """
     for version in reversed(committed_versions(lake)):
         if version < before:
-            end = read_manifest(lake, version).get("window", {}).get("end")
-            return parse_moment(end)
+            manifest = read_manifest(lake, version)
+            if gate_passed(manifest):
+                return version, parse_moment(manifest.get("window", {}).get("end"))
     return None
 
 
-@contextlib.contextmanager
-def sample_store(settings: Settings, port: int) -> Iterator[str | None]:
-    """Serve the sample store on loopback when no site is configured (the embedded default)."""
-    if settings.crawl.sites:
-        yield None
-        return
-    from lookbench_live.scrapers.sample_store import SampleStore
-
-    with SampleStore(port=port) as store:
-        yield store.base_url
+def previous_window_end(lake: Lake, before: str) -> dt.datetime | None:
+    """Where the newest counted release before `before` stopped: the refresh's default start."""
+    found = previous_release(lake, before)
+    return found[1] if found else None
 
 
-@task(name="audit-evaluate-report")
-def audit_evaluate_report(
-    spec: RunSpec, staging: str, run_audit_stage: bool, evaluate: bool
-) -> dict[str, Any]:
-    """Runs inside the release build, on the staging folder, before checksums are taken."""
-    settings, lake = load_settings(spec.config_path), Lake(spec.home)
-    extra: dict[str, Any] = {}
-    audit: dict[str, Any] = {"status": "skipped", "reason": "audit stage not selected"}
-    if run_audit_stage:
-        audit = audit_staging(lake, settings, staging, spec.run_key)
-        extra["audit"] = audit
-        if audit.get("status") == "ok":
-            extra["gate"] = {"passed": bool(audit.get("gate_passed")), "reason": audit.get("gate_reason", "")}
-    evaluations: list[dict[str, Any]] = []
-    if evaluate:
-        from lookbench_live.evaluation.evaluate import evaluate_release
+# ---------------------------------------------------------------------- the run's state
+@dataclass(slots=True)
+class Run:
+    """What flows from step to step: the run's inputs, then each step's output."""
 
-        for model in [None, *settings.evaluation.models]:
-            evaluations.append(
-                evaluate_release(
-                    lake,
-                    spec.version,
-                    model=model,
-                    release_path=staging,
-                    batch_size=settings.evaluation.batch_size,
-                    chunk_size=settings.evaluation.chunk_size,
-                )
-            )
-        extra["evaluation"] = [{"model": e["model"], "overall": e["overall"]} for e in evaluations]
-        from lookbench_live.evaluation.report import write_report
+    spec: RunSpec
+    settings: Settings
+    lake: Lake
+    selected: tuple[str, ...]
+    replace: bool
+    summary: dict[str, Any] = field(default_factory=dict)
+    sites: list[dict[str, Any]] = field(default_factory=list)
+    staged: StagedRelease | None = None
+    audit: dict[str, Any] = field(default_factory=dict)
+    gate: dict[str, Any] | None = None
+    evaluation_runs: list[Any] = field(default_factory=list)  # EvaluationRun, baseline first
+    evaluations: list[dict[str, Any]] = field(default_factory=list)
+    report: str | None = None
+    result: BuildResult | None = None
 
-        write_report(
+    def stage_summary(self, name: str) -> list[Any]:
+        return self.summary["stages"].setdefault(name, [])
+
+
+Step = Callable[[Run], Run]
+
+
+# ---------------------------------------------------------------------- steps before the release
+def crawl(run: Run) -> Run:
+    run.sites = stages.crawl_all(run.spec, run.settings)
+    run.stage_summary("crawl").extend(run.sites)
+    return run
+
+
+def ingest(run: Run) -> Run:
+    allow_private = run.spec.sample_store_url is not None
+    shards = stages.pending_shards(run.spec)
+    futures = [
+        stages.ingest_shard.submit(run.spec, shard, str(i), allow_private) for i, shard in enumerate(shards)
+    ]
+    run.stage_summary("ingest").extend(f.result() for f in futures)
+    return run
+
+
+def dedup_real(run: Run) -> Run:
+    run.stage_summary("dedup").append(stages.dedup(run.spec, "real"))
+    return run
+
+
+def annotate_real(run: Run) -> Run:
+    run.stage_summary("annotate").append(stages.annotate(run.spec, "real"))
+    return run
+
+
+def generate(run: Run) -> Run:
+    run.summary["stages"]["generate"] = stages.generate(run.spec)
+    return run
+
+
+def dedup_aigen(run: Run) -> Run:
+    run.stage_summary("dedup").append(stages.dedup(run.spec, "aigen"))
+    return run
+
+
+def annotate_aigen(run: Run) -> Run:
+    run.stage_summary("annotate").append(stages.annotate(run.spec, "aigen"))
+    return run
+
+
+# ---------------------------------------------------------------------- the release
+def stage(run: Run) -> Run:
+    """Assemble the window's release into a staging folder; a finished release skips the rest."""
+    spec, lake = run.spec, run.lake
+    if ledger.is_done(lake, spec.run_key, "release", spec.version) and not run.replace:
+        run.summary["release"] = json.loads(ledger.details(lake, spec.run_key)[("release", spec.version)])
+        return run
+    settings = run.settings
+    try:
+        run.staged = stage_release(
             lake,
-            spec.version,
-            f"{staging}/report.html",
-            release_path=staging,
-            evaluations=evaluations,
-            audit=audit,
+            version=spec.version,
+            window=Window(parse_moment(spec.window_start), parse_moment(spec.window_end)),
+            replace=run.replace,
+            query_share=settings.release.query_share,
+            max_gallery=settings.release.max_gallery_per_item,
+            seed=settings.release.seed,
+            run_id=spec.run_key,
+            radius=settings.dedup.radius,
         )
-    return extra
+    except ReleaseExists:
+        # Committed, but the run died before its ledger marker: the work is done.
+        run.summary["release"] = _already_committed(run)
+    return run
+
+
+def audit(run: Run) -> Run:
+    """Send a stratified sample of the staged rows to the judge; its verdict is the gate."""
+    if run.staged is None:
+        return run
+    run.audit = audit_staging(run.lake, run.settings, run.staged.path, run.spec.run_key)
+    if run.audit.get("status") == "ok":
+        run.gate = {"passed": bool(run.audit.get("gate_passed")), "reason": run.audit.get("gate_reason", "")}
+    return run
 
 
 def audit_staging(lake: Lake, settings: Settings, staging: str, run_key: str) -> dict[str, Any]:
-    """Send a stratified sample of the staging release's rows to the judge."""
+    """The judge's audit of the release rows in the staging folder `staging`."""
     import pyarrow.parquet as pq
 
     from lookbench_live.annotation.judge import AuditItem, run_audit
     from lookbench_live.schema.taxonomy import default_taxonomy
 
     items = []
+    # Not `raw_image`: the judge sees what was labelled (the crop), and photos would double memory.
+    columns = ["image", "raw_sha256", "bbox", "category", "attributes", "main_attribute", "annotation_model"]
     for subset in SUBSETS:
         for split in ("query", "gallery"):
-            # Not `raw_image`: the judge sees what was labelled (the crop), and photos would double memory.
-            columns = [
-                "image",
-                "raw_sha256",
-                "bbox",
-                "category",
-                "attributes",
-                "main_attribute",
-                "annotation_model",
-            ]
             with lake.fs.open(f"{staging}/{subset}/{split}.parquet", "rb") as handle:
                 rows = pq.read_table(handle, columns=columns).to_pylist()
             for row in rows:
@@ -137,98 +199,77 @@ def audit_staging(lake: Lake, settings: Settings, staging: str, run_key: str) ->
                         image=row["image"]["bytes"],
                     )
                 )
-    summary = run_audit(lake, settings.judge, default_taxonomy(), items, run_key)
-    return stages._summary(summary)
+    return stages._summary(run_audit(lake, settings.judge, default_taxonomy(), items, run_key))
 
 
-def run_pipeline(
-    spec: RunSpec, settings: Settings, selected: Sequence[str], *, replace: bool
-) -> dict[str, Any]:
-    """Run the selected stages in order; returns the summary the CLI prints and the artifact shows."""
-    logger = get_run_logger()
-    lake = Lake(spec.home)
-    summary: dict[str, Any] = {"run_key": spec.run_key, "version": spec.version, "stages": {}}
-    steps = [s for s in ALL_STAGES if s in selected and s not in ("audit", "evaluate")]
-    with stage_progress(steps) as progress:
-        if "crawl" in selected:
-            progress.start("crawl")
-            sites = stages.sites_for(spec, settings)
-            futures = [stages.crawl_site.submit(spec, site) for site in sites]
-            summary["stages"]["crawl"] = [f.result() for f in futures]
-            progress.done()
-        if "ingest" in selected:
-            progress.start("ingest")
-            allow_private = spec.sample_store_url is not None
-            shards = stages.pending_shards(spec)
-            futures = [
-                stages.ingest_shard.submit(spec, shard, str(i), allow_private)
-                for i, shard in enumerate(shards)
-            ]
-            summary["stages"]["ingest"] = [f.result() for f in futures]
-            progress.done()
-        if "dedup" in selected:
-            progress.start("dedup")
-            summary["stages"]["dedup"] = [stages.dedup(spec, "real")]
-            progress.done()
-        if "annotate" in selected:
-            progress.start("annotate")
-            summary["stages"]["annotate"] = [stages.annotate(spec, "real")]
-            progress.done()
-        if "generate" in selected:
-            progress.start("generate")
-            summary["stages"]["generate"] = stages.generate(spec)
-            summary["stages"]["dedup"] = [*summary["stages"].get("dedup", []), stages.dedup(spec, "aigen")]
-            summary["stages"]["annotate"] = [
-                *summary["stages"].get("annotate", []),
-                stages.annotate(spec, "aigen"),
-            ]
-            progress.done()
-        if "release" in selected:
-            progress.start("release")
-            summary["release"] = release_stage(lake, spec, settings, selected, replace=replace)
-            logger.info("release %s: %s", spec.version, summary["release"].get("path"))
-            progress.done()
-    return summary
+def evaluate(run: Run) -> Run:
+    """Score the staged release once per configured model (the baseline first)."""
+    if run.staged is None:
+        return run
+    from lookbench_live.evaluation.evaluate import evaluation_records, run_evaluation
 
-
-def release_stage(
-    lake: Lake, spec: RunSpec, settings: Settings, selected: Sequence[str], *, replace: bool
-) -> dict:
-    if ledger.is_done(lake, spec.run_key, "release", spec.version) and not replace:
-        return json.loads(ledger.details(lake, spec.run_key)[("release", spec.version)])
-    window = Window(parse_moment(spec.window_start), parse_moment(spec.window_end))
-
-    def before_commit(staging: str) -> dict[str, Any]:
-        return audit_evaluate_report(spec, staging, "audit" in selected, "evaluate" in selected)
-
-    try:
-        result = build_release(
-            lake,
-            version=spec.version,
-            window=window,
-            replace=replace,
-            query_share=settings.release.query_share,
-            max_gallery=settings.release.max_gallery_per_item,
-            seed=settings.release.seed,
-            run_id=spec.run_key,
-            before_commit=before_commit,
-            # Every drop the lake has recorded, by stage/reason: nothing is lost silently.
-            extra_manifest={"rejections_by_reason": rejection_counts(lake)},
+    settings = run.settings.evaluation
+    for model in [None, *settings.models]:
+        result = run_evaluation(
+            run.lake,
+            run.spec.version,
+            model=model,
+            release_path=run.staged.path,
+            batch_size=settings.batch_size,
+            chunk_size=settings.chunk_size,
         )
-    except ReleaseError as exc:
-        if "already exists" in str(exc):
-            # The release was committed but the run died before its marker: the work is done.
-            manifest = read_manifest(lake, spec.version)
-            outcome = {
-                "version": spec.version,
-                "path": lake.url("releases", spec.version),
-                "rows": manifest["rows"],
-                "published_latest": None,
-                "note": "already committed",
-            }
-            ledger.mark_done(lake, spec.run_key, "release", spec.version, detail=json.dumps(outcome))
-            return outcome
-        raise
+        run.evaluation_runs.append(result)
+        run.evaluations.append(result.result())
+        run.lake.append(evaluation_records(run.evaluations[-1]))
+    return run
+
+
+def report(run: Run) -> Run:
+    """The report, written into the staging folder so the manifest lists it."""
+    if run.staged is None:
+        return run
+    from lookbench_live.evaluation import report as report_mod
+
+    previous = previous_release(run.lake, run.spec.version)
+    context = {
+        "sites": run.sites,
+        "gate": run.gate,
+        "previous_version": previous[0] if previous else None,
+        "baseline_run": run.evaluation_runs[0] if run.evaluation_runs else None,
+    }
+    audit = run.audit or {"status": "skipped", "reason": "audit stage not selected"}
+    run.report = report_mod.write_report(
+        run.lake,
+        run.spec.version,
+        f"{run.staged.path}/report.html",
+        release_path=run.staged.path,
+        evaluations=run.evaluations,
+        audit=audit,
+        context=context,
+    )
+    return run
+
+
+def commit(run: Run) -> Run:
+    """Manifest, verify, atomic commit; `LATEST` moves last (not when the gate failed)."""
+    if run.staged is None:
+        return run
+    extra: dict[str, Any] = {
+        # Every drop the lake has recorded, by stage/reason: nothing is lost silently.
+        "rejections_by_reason": rejection_counts(run.lake),
+        "sites": [_site_entry(o) for o in run.sites],
+        "gate": run.gate or {"passed": None, "reason": "no audit gate"},
+    }
+    if run.audit:
+        extra["audit"] = run.audit
+    if run.evaluations:
+        extra["evaluation"] = [{"model": e["model"], "overall": e["overall"]} for e in run.evaluations]
+    try:
+        result = commit_release(run.lake, run.staged, extra)
+    except ReleaseExists:
+        run.summary["release"] = _already_committed(run)
+        return run
+    run.result = result
     outcome = {
         "version": result.version,
         "path": result.path,
@@ -239,9 +280,88 @@ def release_stage(
         "report": f"{result.path}/report.html" if "report.html" in result.manifest["files"] else None,
         "audit": result.manifest.get("audit"),
         "evaluation": result.manifest.get("evaluation"),
+        "gate": result.manifest.get("gate"),
+        "sites": result.manifest.get("sites"),
     }
-    ledger.mark_done(lake, spec.run_key, "release", spec.version, detail=json.dumps(outcome, default=str))
+    ledger.mark_done(
+        run.lake, run.spec.run_key, "release", run.spec.version, detail=json.dumps(outcome, default=str)
+    )
+    run.summary["release"] = outcome
+    return run
+
+
+def summarize(run: Run) -> Run:
+    if run.summary.get("release"):
+        get_run_logger().info("release %s: %s", run.spec.version, run.summary["release"].get("path"))
+    return run
+
+
+def _site_entry(outcome: dict[str, Any]) -> dict[str, Any]:
+    return {"site": outcome.get("site"), "status": outcome.get("status"), "reason": outcome.get("reason", "")}
+
+
+def _already_committed(run: Run) -> dict[str, Any]:
+    manifest = read_manifest(run.lake, run.spec.version)
+    outcome = {
+        "version": run.spec.version,
+        "path": run.lake.url("releases", run.spec.version),
+        "rows": manifest["rows"],
+        "published_latest": None,
+        "note": "already committed",
+        "gate": manifest.get("gate"),
+    }
+    ledger.mark_done(run.lake, run.spec.run_key, "release", run.spec.version, detail=json.dumps(outcome))
     return outcome
+
+
+# ---------------------------------------------------------------------- the pipeline
+# (step name, function, stages of which any selects it)
+PIPELINE: tuple[tuple[str, Step, frozenset[str]], ...] = (
+    ("crawl", crawl, frozenset({"crawl"})),
+    ("ingest", ingest, frozenset({"ingest"})),
+    ("dedup", dedup_real, frozenset({"dedup"})),
+    ("annotate", annotate_real, frozenset({"annotate"})),
+    ("generate", generate, frozenset({"generate"})),
+    ("dedup", dedup_aigen, frozenset({"generate"})),
+    ("annotate", annotate_aigen, frozenset({"generate"})),
+    ("stage", stage, frozenset({"release"})),
+    ("audit", audit, frozenset({"audit"})),
+    ("evaluate", evaluate, frozenset({"evaluate"})),
+    ("report", report, frozenset({"evaluate"})),
+    ("commit", commit, frozenset({"release"})),
+    ("summary", summarize, frozenset(ALL_STAGES)),
+)
+
+
+def steps_for(selected: Sequence[str]) -> list[tuple[str, Step]]:
+    """The pipeline's steps that the selected stages ask for, in order."""
+    chosen = set(selected)
+    steps = [(name, fn) for name, fn, when in PIPELINE if when & chosen]
+    if "release" not in chosen:
+        # Audit, evaluation and report read the staged release: without it they have no input.
+        steps = [(n, f) for n, f in steps if n not in ("audit", "evaluate", "report")]
+    return steps
+
+
+def run_pipeline(
+    spec: RunSpec, settings: Settings, selected: Sequence[str], *, replace: bool
+) -> dict[str, Any]:
+    """Run the selected steps in order; returns the summary the CLI prints and the artifact shows."""
+    run = Run(
+        spec=spec,
+        settings=settings,
+        lake=Lake(spec.home),
+        selected=tuple(selected),
+        replace=replace,
+        summary={"run_key": spec.run_key, "version": spec.version, "stages": {}},
+    )
+    steps = steps_for(selected)
+    with stage_progress([name for name, _ in steps]) as progress:
+        for name, step in steps:
+            progress.start(name)
+            run = step(run)
+            progress.done()
+    return run.summary
 
 
 def _make_spec(
@@ -279,7 +399,7 @@ def _execute(
     with lake.writer_lock("flow"):
         # Only one flow writes at a time; what a killed run left half-written is swept first.
         lake.reconcile()
-        with sample_store(settings, port) as store_url:
+        with stages.serve_sample_store(settings, port, spec_args["as_of"]) as store_url:
             spec = _make_spec(flow_name, settings, store_url=store_url, **spec_args)
             summary = run_pipeline(spec, settings, selected, replace=replace)
     summary["markdown"] = markdown_summary(Lake(spec.home), summary)

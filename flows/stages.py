@@ -8,15 +8,18 @@ returns a small summary dict; the lake holds the results.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Sequence
+import datetime as dt
+import json
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from prefect import task
 
 from lookbench_live.config import Settings, SiteSettings, load_settings
 from lookbench_live.flows import ledger
-from lookbench_live.flows.runtime import RunSpec
+from lookbench_live.flows.runtime import RunSpec, parse_moment
 from lookbench_live.warehouse.lake import Lake
 
 INGEST_SHARD = 400  # images per task: Prefect costs ~11 ms a task, so shards, not single images
@@ -38,6 +41,48 @@ def _stamp(summary: dict[str, Any]) -> str:
     return json.dumps(summary, sort_keys=True, default=str)[:4000]
 
 
+class AsOfError(ValueError):
+    """A run would date what real sites show today as if it had been seen in the past."""
+
+
+class CrawlError(RuntimeError):
+    """No site yielded anything: the one line names every site and its reason."""
+
+
+@contextlib.contextmanager
+def serve_sample_store(settings: Settings, port: int, clock: dt.datetime) -> Iterator[str | None]:
+    """Serve the living sample store on loopback, showing the moment `clock` (the run's as-of),
+    when no site is configured (the embedded default); yields its URL, else None."""
+    if settings.crawl.sites:
+        yield None
+        return
+    from lookbench_live.scrapers.sample_store import SampleStore
+
+    per_week = settings.crawl.sample_products_per_week
+    with SampleStore(port=port, clock=clock, products_per_week=per_week) as store:
+        yield store.base_url
+
+
+def check_as_of(settings: Settings, as_of: dt.datetime, now: dt.datetime | None = None) -> None:
+    """Refuse to crawl configured (real) sites as of a past day.
+
+    A real site shows today's catalogue: stamping it `first_seen_at = as_of` in the past
+    would claim the pipeline saw those items then. The living sample store is the exception
+    (no `crawl.sites`): its clock is the as-of, so it shows exactly what it had then. A past
+    window over what the lake already holds is a backfill (no crawl)."""
+    if not settings.crawl.sites:
+        return
+    today = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).date()
+    day = as_of.astimezone(dt.UTC).date() if as_of.tzinfo else as_of.date()
+    if day < today:
+        names = ", ".join(site.name for site in settings.crawl.sites)
+        raise AsOfError(
+            f"refusing to crawl {names} as of {day}: a real site shows today's ({today}) catalogue, "
+            f"so its items cannot be dated {day}; run with --as-of {today} (or without --as-of), "
+            "or backfill that window from what the lake already holds"
+        )
+
+
 def sites_for(spec: RunSpec, settings: Settings) -> list[SiteSettings]:
     """The configured sites, or the sample store's when none is configured (the embedded default)."""
     if settings.crawl.sites:
@@ -49,17 +94,119 @@ def sites_for(spec: RunSpec, settings: Settings) -> list[SiteSettings]:
     return sample_sites(spec.sample_store_url)
 
 
-@task(name="crawl-site", retries=1, retry_delay_seconds=5)
+# The crawl looks back one day before the window start: the previous release's window ends
+# at the end of its as-of day, but its crawl ran at the as-of moment, so what a site published
+# later that day would otherwise fall between two crawls. Items seen before are unchanged
+# and write nothing (the lake keys products by content hash), and keep their first_seen_at.
+CRAWL_OVERLAP = dt.timedelta(days=1)
+
+
+def crawl_since(window_start: dt.datetime | str | None) -> dt.datetime | None:
+    """The crawl's `since` cursor for a window starting at `window_start` (None: crawl all)."""
+    start = parse_moment(window_start)
+    return None if start is None else start - CRAWL_OVERLAP
+
+
+@task(name="crawl-site")
 def crawl_site(spec: RunSpec, site: SiteSettings) -> dict[str, Any]:
+    """One site's crawl of the run's window; never raises for the site's own failure.
+
+    Returns the site's outcome (see `crawl_all`). A failed or over-budget site is also
+    recorded as `Rejection(stage="crawl", item="site:<name>", reason="site_failed" |
+    "over_budget")`. A finished outcome is marked done; a rerun returns it unchanged."""
     settings, lake = _context(spec)
     if ledger.is_done(lake, spec.run_key, "crawl", site.name):
-        return {"site": site.name, "skipped": "done earlier"}
+        stored = ledger.details(lake, spec.run_key).get(("crawl", site.name), "")
+        with contextlib.suppress(ValueError):
+            outcome = json.loads(stored)
+            if isinstance(outcome, dict) and "status" in outcome:
+                return {**outcome, "skipped": "done earlier"}
+        return {
+            "site": site.name,
+            "status": "ok",
+            "reason": "",
+            "products": 0,
+            "looks": 0,
+            "skipped": "done earlier",
+        }
+    from lookbench_live.scrapers.crawl import CrawlError as SubprocessError
     from lookbench_live.scrapers.crawl import run_crawl
 
-    result = run_crawl(site, settings.crawl, spec.home, spec.run_key, seen_at=spec.as_of_dt)
-    summary = {"site": site.name, **_summary(result)}
-    ledger.mark_done(lake, spec.run_key, "crawl", site.name, detail=_stamp(summary))
-    return summary
+    since = crawl_since(spec.window_start)
+    try:
+        result = run_crawl(site, settings.crawl, spec.home, spec.run_key, since=since, seen_at=spec.as_of_dt)
+    except (SubprocessError, OSError) as exc:
+        # Not marked done: a rerun of the run tries (and resumes) this site again.
+        reason = str(exc).splitlines()[0][:300]
+        _record_site(lake, spec, site.name, "site_failed", reason)
+        return _outcome(site.name, "failed", reason, since=since)
+    outcome = _outcome(site.name, result.status, "", since=since, result=result)
+    if result.pages == 0 and not (result.products_new or result.products_changed or result.looks_new):
+        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(result.rejections_by_reason.items()))
+        outcome.update(status="failed", reason=f"no page fetched ({reasons or 'no response'})")
+        _record_site(lake, spec, site.name, "site_failed", outcome["reason"])
+    elif result.status == "over_budget":
+        outcome["reason"] = (
+            f"budget reached (max_pages={site.max_pages}, max_duration={site.max_duration}, finish_reason={result.finish_reason}); {result.unreached} requests left for the next run"
+        )
+        _record_site(lake, spec, site.name, "over_budget", outcome["reason"])
+    ledger.mark_done(lake, spec.run_key, "crawl", site.name, detail=_stamp(outcome))
+    return outcome
+
+
+def _outcome(
+    site: str, status: str, reason: str, *, since: dt.datetime | None, result: Any = None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "site": site,
+        "status": status,
+        "reason": reason,
+        "products": 0,
+        "looks": 0,
+        "since": since.isoformat() if since else None,
+    }
+    if result is not None:
+        out.update(_summary(result))
+        out["products"] = result.products_new + result.products_changed
+        out["looks"] = result.looks_new
+        out["status"], out["reason"] = status, reason
+    return out
+
+
+def _record_site(lake: Lake, spec: RunSpec, site: str, reason: str, detail: str) -> None:
+    from lookbench_live.schema.records import Rejection
+
+    lake.append(
+        [
+            Rejection(
+                stage="crawl",
+                item=f"site:{site}",
+                reason=reason,
+                detail=detail[:1000],
+                source=site,
+                run_id=spec.run_key,
+            )
+        ]
+    )
+
+
+def crawl_all(spec: RunSpec, settings: Settings) -> list[dict[str, Any]]:
+    """Crawl every site of the run side by side; one outcome dict per site, in site order:
+
+        {"site", "status": "ok" | "failed" | "over_budget", "reason", "products", "looks",
+         "since", "pages", "unreached", "products_new", "products_changed", "rejections_by_reason", …}
+
+    A failing or over-budget site is recorded and the others go on. Raises `CrawlError`
+    (one line) only when no site yielded anything, and `AsOfError` for real sites crawled as
+    of a past day (`check_as_of`)."""
+    check_as_of(settings, spec.as_of_dt)
+    sites = sites_for(spec, settings)
+    futures = [crawl_site.submit(spec, site) for site in sites]
+    outcomes = [future.result() for future in futures]
+    if outcomes and all(o["status"] == "failed" for o in outcomes):
+        detail = "; ".join(f"{o['site']}: {o['reason']}" for o in outcomes)
+        raise CrawlError(f"no site yielded anything: {detail}")
+    return outcomes
 
 
 @task(name="ingest-images")
@@ -114,24 +261,36 @@ def generate(spec: RunSpec) -> dict[str, Any]:
         return {"skipped": "done earlier"}
     from lookbench_live.generation import run_generation
     from lookbench_live.schema.taxonomy import default_taxonomy
+    from lookbench_live.warehouse.assemble import Window
 
-    products = conditioning_products(lake)
+    # This release's plan: its own seeds (the version), conditioned on this window's arrivals.
+    window = Window(parse_moment(spec.window_start), parse_moment(spec.window_end))
+    products = conditioning_products(lake, window)
     result = run_generation(
-        lake, settings.generation, default_taxonomy(), spec.run_key, products=products, now=spec.as_of_dt
+        lake,
+        settings.generation,
+        default_taxonomy(),
+        spec.run_key,
+        products=products,
+        now=spec.as_of_dt,
+        cycle=spec.version,
     )
     summary = _summary(result)
     ledger.mark_done(lake, spec.run_key, "generate", detail=_stamp(summary))
     return summary
 
 
-def conditioning_products(lake: Lake) -> list[Any]:
-    """Real products with a kept, annotated first photo: what image-conditioned generation starts from."""
+def conditioning_products(lake: Lake, window: Any = None) -> list[Any]:
+    """Real products with a kept, annotated first photo: what image-conditioned generation
+    starts from. With a `Window`, only products first seen in it (this release's arrivals)."""
     from lookbench_live.generation import ConditioningProduct
-    from lookbench_live.warehouse.release import lake_view
+    from lookbench_live.warehouse.views import lake_view
 
-    view = lake_view(lake)
+    view = lake_view(lake, window=window)  # only the window's images, when given
     products = []
     for key in sorted(view.products):
+        if window is not None and not window.contains(view.products[key].first_seen_at):
+            continue
         for img in view.owner_images.get(("product", key), []):
             ann = view.annotations.get((img["sha256"], ""))
             if img["sha256"] in view.kept and ann is not None and ann.category:

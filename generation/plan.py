@@ -4,6 +4,11 @@ A `GenerationRequest` holds every parameter that determines an image; its
 `generation_id` is the sha256 of its canonical JSON (device excluded: a rerun on
 another machine does not redo finished work). Planning is pure and cheap (no torch),
 so a rerun computes the same ids and skips finished ones before loading any model.
+
+A monthly release plans with its `cycle` (the release version): every seed derives from
+`generation.seed` and the cycle, so each month brings new garments, prompts and seeds (new
+ids), while a rerun of the same month plans the same ids and makes nothing. Conditioned
+queries start from the products the flow offers, which are this window's arrivals.
 """
 
 from __future__ import annotations
@@ -107,6 +112,12 @@ class GenerationRequest:
         return (self.mode, self.steps, self.guidance, self.width, self.height, self.strength)
 
 
+def cycle_seed(seed: int, cycle: str = "") -> int:
+    """The planning seed of one release cycle: `seed` itself without a cycle (ids planned
+    before cycles existed stay valid), else a 48-bit seed derived from both."""
+    return seed if not cycle else derive_seed(seed, "cycle", cycle)
+
+
 class RequestPlanner:
     """Turns settings, taxonomy and products into the run's ordered requests."""
 
@@ -116,12 +127,15 @@ class RequestPlanner:
         taxonomy: TaxonomyLike,
         templates: PromptTemplates,
         model_name: str,
+        cycle: str = "",
     ):
         self.settings = settings
         self.taxonomy = taxonomy
         self.templates = templates
         self.model_name = model_name
-        self.chooser = BalancedChooser(f"framing:{settings.seed}")
+        self.cycle = cycle
+        self.seed = cycle_seed(settings.seed, cycle)
+        self.chooser = BalancedChooser(f"framing:{self.seed}")
 
     def _request(self, **values: Any) -> GenerationRequest:
         s = self.settings
@@ -165,7 +179,7 @@ class RequestPlanner:
                 item_ids=(item.item_id,),
                 mode="text2img",
                 prompt=self.studio_prompt(item, "gallery_framings", k),
-                seed=derive_seed(self.settings.seed, subset, item.item_id, "gallery", k),
+                seed=derive_seed(self.seed, subset, item.item_id, "gallery", k),
                 requested=(item,),
             )
             for k in range(self.settings.gallery_per_item)
@@ -176,7 +190,7 @@ class RequestPlanner:
         subset: Literal["aigen_studio"] = "aigen_studio"
         requests: list[GenerationRequest] = []
         items = sample_studio_items(
-            self.taxonomy, s.studio_items, seed=s.seed, attributes_per_item=s.attributes_per_item
+            self.taxonomy, s.studio_items, seed=self.seed, attributes_per_item=s.attributes_per_item
         )
         for item in items:
             requests.append(
@@ -186,7 +200,7 @@ class RequestPlanner:
                     item_ids=(item.item_id,),
                     mode="text2img",
                     prompt=self.studio_prompt(item, "query_framings", 0),
-                    seed=derive_seed(s.seed, subset, item.item_id, "query", 0),
+                    seed=derive_seed(self.seed, subset, item.item_id, "query", 0),
                     requested=(item,),
                 )
             )
@@ -200,7 +214,7 @@ class RequestPlanner:
                     item_ids=(product.product_key,),
                     mode="img2img",
                     prompt=self.studio_prompt(item, "query_framings", 0),
-                    seed=derive_seed(s.seed, subset, product.product_key, product.sha256, "conditioned"),
+                    seed=derive_seed(self.seed, subset, product.product_key, product.sha256, "conditioned"),
                     requested=(item,),
                     conditioned_on=product.product_key,
                     conditioned_on_sha256=product.sha256,
@@ -214,7 +228,7 @@ class RequestPlanner:
         unique = {p.product_key: p for p in sorted(products, key=lambda p: (p.product_key, p.sha256))}
         ordered = list(unique.values())
         count = int(len(ordered) * self.settings.conditioned_share)
-        chosen = random.Random(f"conditioned:{self.settings.seed}").sample(ordered, count)
+        chosen = random.Random(f"conditioned:{self.seed}").sample(ordered, count)
         return sorted(chosen, key=lambda p: p.product_key)
 
     def street(self, products: Sequence[ConditioningProduct]) -> list[GenerationRequest]:
@@ -227,7 +241,7 @@ class RequestPlanner:
             self.taxonomy,
             self.templates,
             s.street_looks,
-            seed=s.seed,
+            seed=self.seed,
             attributes_per_item=s.attributes_per_item,
             product_items=product_items,
             product_share=s.conditioned_share,
@@ -242,7 +256,7 @@ class RequestPlanner:
                     item_ids=ids,
                     mode="text2img",
                     prompt=self.templates.street_prompt(outfit),
-                    seed=derive_seed(s.seed, subset, ordinal, list(ids), "query"),
+                    seed=derive_seed(self.seed, subset, ordinal, list(ids), "query"),
                     requested=outfit.items,
                 )
             )

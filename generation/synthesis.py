@@ -119,11 +119,13 @@ def plan_generation(
     settings: GenerationSettings,
     taxonomy: TaxonomyLike,
     products: Sequence[ConditioningProduct] = (),
+    cycle: str = "",
 ) -> tuple[ModelChoice, list[GenerationRequest]]:
-    """The model and the ordered requests a run would make (no model is loaded)."""
+    """The model and the ordered requests a run would make (no model is loaded); `cycle`
+    (a release version) gives each release its own seeds (see `plan.cycle_seed`)."""
     templates = load_templates(settings.templates)
     choice = choose_model(settings, taxonomy, templates)
-    return choice, RequestPlanner(settings, taxonomy, templates, choice.name).plan(products)
+    return choice, RequestPlanner(settings, taxonomy, templates, choice.name, cycle).plan(products)
 
 
 def run_generation(
@@ -136,6 +138,7 @@ def run_generation(
     progress: Progress | None = None,
     image_generator: ImageGenerator | None = None,
     now: dt.datetime | None = None,
+    cycle: str = "",
 ) -> GenerationResult:
     """Make the AIGen-Studio and AIGen-StreetLook images of this run that are not in the lake yet.
 
@@ -144,12 +147,13 @@ def run_generation(
     outfits. `progress(done, total)` is called after each batch. `image_generator` reuses an
     already loaded pipeline (it must be the model `settings` names). `now` (timezone-aware)
     stamps `first_seen_at`/`fetched_at` of new rows, so a run "as of" a date lands in that
-    date's release window; default: the current time.
+    date's release window; default: the current time. `cycle` (the release version) derives
+    this release's seeds: a new cycle plans new ids, the same cycle the same ids.
     """
     if now is not None and now.tzinfo is None:
         raise ValueError("run_generation(now=...) must be timezone-aware (UTC)")
     started = time.perf_counter()
-    choice, requests = plan_generation(settings, taxonomy, products)
+    choice, requests = plan_generation(settings, taxonomy, products, cycle)
     result = GenerationResult(run_id=run_id, model=choice.name, model_is_tiny_local=choice.is_tiny_local)
     result.planned = len(requests)
     done = {key[0] for key in lake.keys(Generation.__table__)}

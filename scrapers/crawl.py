@@ -10,6 +10,12 @@ crawl completed returns the recorded result without crawling.
 
 What a run added is counted from the lake against a baseline taken when the run key was
 first started, so the counts are exact however often the run was interrupted.
+
+Budgets (`SiteSettings.max_pages`, `max_duration`): at either the crawl stops cleanly and what
+it did not reach (requests over the page budget, requests pending when time ran out) becomes
+the site's frontier, `<state>/<site>/frontier.json`; the next run key of the site starts with
+those requests (snapshotted into its own state when it starts, so a killed run resumes with
+the same input). The result says `status = "over_budget"` and how many requests it left.
 """
 
 from __future__ import annotations
@@ -31,6 +37,10 @@ from lookbench_live.warehouse.lake import Lake, atomic_write_bytes
 
 BASELINE_NAME = "baseline.json"
 RESULT_NAME = "result.json"
+FRONTIER_NAME = "frontier.json"  # per site: what the last finished run did not reach
+FRONTIER_IN_NAME = "frontier-in.json"  # per run: the frontier it started from
+OUTCOME_NAME = "outcome.json"  # per run: how the subprocess ended (finish_reason)
+BUDGET_REASONS = ("closespider_timeout", "closespider_pagecount")
 
 
 class CrawlError(RuntimeError):
@@ -49,6 +59,9 @@ class CrawlResult:
     rejections_by_reason: dict[str, int] = field(default_factory=dict)
     pages: int = 0
     resumed: bool = False
+    status: str = "ok"  # ok | over_budget (a budget stopped it; `unreached` requests wait)
+    unreached: int = 0
+    finish_reason: str = "finished"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -119,7 +132,13 @@ def run_crawl(
         return CrawlResult(**json.loads(done.read_text(encoding="utf-8")))
     baseline_path = directory / BASELINE_NAME
     resumed = baseline_path.exists()
+    site_frontier = directory.parent / FRONTIER_NAME
+    frontier_in = directory / FRONTIER_IN_NAME
     if not resumed:
+        # The frontier this run starts from is fixed before anything else, so a rerun after a
+        # kill starts (or resumes) from the same requests.
+        carried = site_frontier.read_bytes() if site_frontier.exists() and not jobdir else b"[]"
+        atomic_write_bytes(lake.fs, str(frontier_in), carried)
         atomic_write_bytes(lake.fs, str(baseline_path), json.dumps(_snapshot(lake, site.name)).encode())
     command = [
         sys.executable,
@@ -140,6 +159,11 @@ def run_crawl(
         command += ["--since", since.astimezone(dt.UTC).isoformat()]
     if seen_at is not None:
         command += ["--seen-at", seen_at.astimezone(dt.UTC).isoformat()]
+    if frontier_in.exists():
+        command += ["--frontier", str(frontier_in)]
+    if site.max_duration is not None:
+        # The subprocess stops itself at the budget; the hard timeout only catches a hang.
+        timeout_s = max(timeout_s, site.max_duration + 120)
     log_path = directory / "crawl.log"
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
@@ -167,6 +191,20 @@ def run_crawl(
     baseline = json.loads(baseline_path.read_text(encoding="utf-8"))
     result = _count(lake, site.name, run_key, baseline, directory)
     result.resumed = resumed
+    outcome_path = directory / OUTCOME_NAME
+    if outcome_path.exists():
+        result.finish_reason = json.loads(outcome_path.read_text(encoding="utf-8")).get("finish_reason")
+    from lookbench_live.scrapers.journal import CrawlJournal
+
+    journal = CrawlJournal(directory)
+    left = journal.frontier()
+    journal.close()
+    result.unreached = len(left)
+    if left or result.finish_reason in BUDGET_REASONS:
+        result.status = "over_budget"
+    if not jobdir:
+        # Replaced, never appended: the next run starts from exactly what this one left.
+        atomic_write_bytes(lake.fs, str(site_frontier), json.dumps(left).encode())
     atomic_write_bytes(lake.fs, str(done), json.dumps(result.to_json()).encode())
     return result
 
@@ -192,6 +230,12 @@ def crawl_env(lake_home: str, environ: dict[str, str] | None = None) -> dict[str
     source = dict(os.environ if environ is None else environ)
     keys = CRAWL_ENV_KEYS + (() if is_local(lake_home) else LAKE_ENV_KEYS)
     return {key: source[key] for key in keys if key in source}
+
+
+def read_frontier(lake: Lake, site: str, base: str | None = None) -> list[dict[str, Any]]:
+    """The requests the site's last finished run did not reach (what its next run starts with)."""
+    path = state_dir(lake, site, "_", base).parent / FRONTIER_NAME
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
 
 
 def _die_with_parent() -> None:
@@ -253,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-dir", required=True)
     parser.add_argument("--since", default=None)
     parser.add_argument("--seen-at", default=None)
+    parser.add_argument("--frontier", default=None, help="JSON file: requests an earlier run left")
     args = parser.parse_args(argv)
 
     from scrapy.crawler import CrawlerProcess
@@ -295,13 +340,19 @@ def main(argv: list[str] | None = None) -> int:
     process = CrawlerProcess(settings=settings, install_root_handler=True)
     crawler = process.create_crawler(SPIDERS[site.platform])
     failures: list[str] = []
-    deferred = process.crawl(crawler, site=site.model_dump(), state_dir=args.state_dir, since=args.since)
+    frontier = json.loads(Path(args.frontier).read_text(encoding="utf-8")) if args.frontier else []
+    deferred = process.crawl(
+        crawler, site=site.model_dump(), state_dir=args.state_dir, since=args.since, frontier=frontier
+    )
     deferred.addErrback(lambda failure: failures.append(failure.getTraceback()))
     process.start()
     if proxy is not None:
         proxy.stop()
     reason = crawler.stats.get_value("finish_reason") if crawler.stats else None
-    if failures or reason != "finished":
+    if not failures and reason in ("finished", *BUDGET_REASONS):
+        outcome = json.dumps({"finish_reason": reason}).encode()
+        atomic_write_bytes(Lake(args.lake).fs, str(Path(args.state_dir) / OUTCOME_NAME), outcome)
+    if failures or reason not in ("finished", *BUDGET_REASONS):
         print(f"crawl did not finish (finish_reason={reason}):", *failures, file=sys.stderr)
         return 1
     return 0

@@ -41,6 +41,8 @@ class CrawlJournal:
         self.done: set[str] = set()
         self.pending: dict[str, dict[str, Any]] = {}
         self.items: list[dict[str, Any]] = []
+        # Requests left for a later run by a budget (max_pages): the site's frontier.
+        self.deferred: dict[str, dict[str, Any]] = {}
         self.pages = 0
         self._load()
         self._handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - open for the crawl's life
@@ -64,6 +66,8 @@ class CrawlJournal:
                     self.pages += 1 if entry.get("page") else 0
                 elif kind == "item":
                     self.items.append(entry["item"])
+                elif kind == "deferred":
+                    self.deferred[entry["fp"]] = entry["request"]
 
     def _write(self, entry: dict[str, Any]) -> None:
         self._handle.write(json.dumps(entry, separators=(",", ":"), default=str) + "\n")
@@ -78,6 +82,18 @@ class CrawlJournal:
             return
         self.pending[fingerprint] = request
         self._write({"t": "pending", "fp": fingerprint, "request": request})
+
+    def add_deferred(self, fingerprint: str, request: dict[str, Any]) -> None:
+        """A request over this run's page budget: not fetched now, handed to the next run."""
+        if fingerprint in self.deferred or fingerprint in self.pending or fingerprint in self.done:
+            return
+        self.deferred[fingerprint] = request
+        self._write({"t": "deferred", "fp": fingerprint, "request": request})
+
+    def frontier(self) -> list[dict[str, Any]]:
+        """What this run did not reach: deferred requests and pending ones never done."""
+        out = [r for fp, r in self.deferred.items() if fp not in self.done and fp not in self.pending]
+        return out + list(self.unfinished())
 
     def add_item(self, item: CrawlItem) -> None:
         self._write({"t": "item", "item": item.to_json()})

@@ -115,6 +115,8 @@ def crawl_settings(
             "DOWNLOAD_MAXSIZE": crawl.download_maxsize,
             "DOWNLOAD_WARNSIZE": min(crawl.download_maxsize, 32 * 1024 * 1024),
             "RETRY_TIMES": crawl.retry_times,
+            # The time budget: Scrapy closes the spider cleanly (finish_reason closespider_timeout).
+            "CLOSESPIDER_TIMEOUT": site.max_duration or 0,
         }
     )
     if site.platform == "playwright":

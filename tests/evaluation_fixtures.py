@@ -17,10 +17,9 @@ from typing import Any
 import pyarrow as pa
 from PIL import Image, ImageDraw
 
-from lookbench_live.warehouse.assemble import RELEASE_SCHEMA
+from lookbench_live.schema.release import RELEASE_SCHEMA, SUBSETS
 from lookbench_live.warehouse.lake import Lake, atomic_write_bytes, parquet_bytes
 
-SUBSETS = ("real_studio_flat", "aigen_studio", "real_streetlook", "aigen_streetlook")
 T0 = dt.datetime(2026, 10, 1, tzinfo=dt.UTC)
 
 

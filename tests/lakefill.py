@@ -91,8 +91,19 @@ def _ann(
     )
 
 
-def fill(lake: Lake, *, products: int = 12, looks: int = 2, start: dt.datetime = T0, seed: int = 0) -> dict:
-    """Write products (3 photos each), looks (a photo showing 2 products), and AIGen items."""
+def fill(
+    lake: Lake,
+    *,
+    products: int = 12,
+    looks: int = 2,
+    start: dt.datetime = T0,
+    seed: int = 0,
+    look_refs: str = "keys",
+) -> dict:
+    """Write products (3 photos each), looks (a photo showing 2 products), and AIGen items.
+
+    `look_refs="urls"` states a look's products as their page URLs, as the crawler writes them.
+    """
     rows_p, rows_i, rows_a, rows_d, rows_l, rows_g = [], [], [], [], [], []
     keys = []
     for n in range(products):
@@ -150,7 +161,9 @@ def fill(lake: Lake, *, products: int = 12, looks: int = 2, start: dt.datetime =
                 source="shop",
                 url=f"https://shop.example/look/{m}",
                 photo_url=f"https://shop.example/look/{m}.jpg",
-                product_refs=shown,
+                product_refs=shown
+                if look_refs == "keys"
+                else [f"https://shop.example/p/{k.split(':', 1)[1]}" for k in shown],
                 boxes_json=json.dumps(boxes),
                 first_seen_at=seen,
             )

@@ -58,3 +58,32 @@ def test_errors_are_one_line(cli, lake, args, message):
 def test_leaderboard_on_an_empty_lake(cli, tmp_path):
     out = run(cli, "leaderboard", "--home", str(tmp_path / "empty"))
     assert out.returncode == 0 and "no evaluations yet" in out.stdout
+
+
+def test_evaluate_a_range_of_releases_with_the_contamination_gap(cli, lake):
+    make_release(lake, "v20261201", sample_rows(shift=5))
+    out = run(
+        cli,
+        "evaluate",
+        "--releases",
+        "v20261101..latest",
+        "--after",
+        "2026-10-05",
+        "--json",
+        "--home",
+        lake.home,
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert [r["release"] for r in result["releases"]] == [V, "v20261201"]
+    single = json.loads(
+        run(cli, "evaluate", V, "--after", "2026-10-05", "--json", "--home", lake.home).stdout
+    )
+    assert result["releases"][0]["overall"] == single["overall"]  # the same as one release with --after
+    after, before = result["after_cutoff"], result["before"]
+    total = sum(r["overall"]["queries"] for r in result["releases"])
+    assert after["queries"] == total == 16 and before["queries"] > 0
+    for metric, gap in result["gap"].items():
+        assert gap == round(before[metric] - after[metric], 4)
+    bad = run(cli, "evaluate", "--releases", "v20990101..latest", "--home", lake.home)
+    assert bad.returncode != 0 and "no committed release" in bad.stderr

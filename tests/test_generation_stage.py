@@ -62,10 +62,49 @@ def test_generates_linked_rows_and_images(tmp_path):
     street = [g for g in generations.values() if g.subset == "aigen_streetlook" and g.role == "query"]
     assert len(street) == 1 and 2 <= len(street[0].item_ids) <= 4
 
-    as_of = dt.datetime(2026, 12, 1, 3, 0, tzinfo=dt.UTC)
-    again = run_generation(lake, settings, taxonomy(), "run-2", image_generator=tiny_generator(), now=as_of)
+    again = run_generation(lake, settings, taxonomy(), "run-2", image_generator=tiny_generator())
     assert (again.generated, again.skipped_existing) == (0, len(planned))
     assert len(rows(lake, "generations")) == len(planned) and len(rows(lake, "images")) == len(planned)
+
+
+def test_each_release_cycle_plans_new_ids_and_a_rerun_makes_nothing(tmp_path):
+    """Monthly releases: a new version brings new images; rerunning a version makes none."""
+    lake = Lake(tmp_path / "lake")
+    settings = small_settings(studio_items=2, street_looks=1, gallery_per_item=1)
+    months = {
+        "v20261201": dt.datetime(2026, 12, 1, 3, 0, tzinfo=dt.UTC),
+        "v20270101": dt.datetime(2027, 1, 1, 3, 0, tzinfo=dt.UTC),
+    }
+    ids: dict[str, set[str]] = {}
+    for version, as_of in months.items():
+        _, planned = plan_generation(settings, taxonomy(), cycle=version)
+        ids[version] = {r.generation_id for r in planned}
+        made = run_generation(
+            lake,
+            settings,
+            taxonomy(),
+            f"run-{version}",
+            image_generator=tiny_generator(),
+            now=as_of,
+            cycle=version,
+        )
+        assert made.generated == len(planned) and made.skipped_existing == 0
+        again = run_generation(
+            lake,
+            settings,
+            taxonomy(),
+            f"rerun-{version}",
+            image_generator=tiny_generator(),
+            now=as_of,
+            cycle=version,
+        )
+        assert (again.generated, again.skipped_existing) == (0, len(planned))
+    assert ids["v20261201"] and ids["v20270101"] and not ids["v20261201"] & ids["v20270101"]
+    stored = {g.generation_id: g for g in rows(lake, "generations")}
+    assert set(stored) == ids["v20261201"] | ids["v20270101"]
+    # Rows are dated by their month's as-of, so each lands in its own release window.
+    for version, as_of in months.items():
+        assert {stored[i].first_seen_at for i in ids[version]} == {as_of}
 
 
 def test_image_conditioned_query_is_linked_to_its_product(tmp_path):

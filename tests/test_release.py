@@ -17,7 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from lookbench_live.warehouse.assemble import PUBLISHED_COLUMNS, Window
+from lookbench_live.schema.release import PUBLISHED_COLUMNS, SUBSETS
+from lookbench_live.warehouse.assemble import Window
 from lookbench_live.warehouse.lake import Lake
 from lookbench_live.warehouse.release import (
     FILES,
@@ -28,8 +29,6 @@ from lookbench_live.warehouse.release import (
     resolve_version,
     verify_release,
 )
-
-SUBSETS = ("real_studio_flat", "aigen_studio", "real_streetlook", "aigen_streetlook")
 
 
 class PlainTaxonomy:

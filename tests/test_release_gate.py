@@ -12,7 +12,14 @@ from lookbench_live.config import JudgeSettings, Settings
 from lookbench_live.flows.refresh import audit_staging
 from lookbench_live.testing.loopback_server import LoopbackServer
 from lookbench_live.warehouse.lake import Lake
-from lookbench_live.warehouse.release import build_release, read_manifest, resolve_version, verify_release
+from lookbench_live.warehouse.release import (
+    build_release,
+    commit_release,
+    read_manifest,
+    resolve_version,
+    stage_release,
+    verify_release,
+)
 
 
 def test_a_failed_gate_builds_the_release_but_keeps_latest(tmp_path: Path) -> None:
@@ -25,7 +32,7 @@ def test_a_failed_gate_builds_the_release_but_keeps_latest(tmp_path: Path) -> No
         lake,
         version="v20261201",
         taxonomy=PlainTaxonomy(),
-        before_commit=lambda staging: {"gate": {"passed": False, "reason": reason}},
+        extra_manifest={"gate": {"passed": False, "reason": reason}},
     )
     assert result.published_latest is False and result.latest_reason == reason
     assert verify_release(lake, "v20261201") == []
@@ -43,14 +50,11 @@ def test_the_flow_audits_the_staging_release_with_the_judge(tmp_path: Path) -> N
         settings = Settings(judge=judge)
         audits: list[dict] = []
 
-        def before_commit(staging: str) -> dict:
-            audit = audit_staging(lake, settings, staging, "run-1")
-            audits.append(audit)
-            return {"audit": audit, "gate": {"passed": audit["gate_passed"], "reason": audit["gate_reason"]}}
-
-        result = build_release(
-            lake, version="v20261201", taxonomy=PlainTaxonomy(), before_commit=before_commit
-        )
+        staged = stage_release(lake, version="v20261201", taxonomy=PlainTaxonomy())
+        audit = audit_staging(lake, settings, staged.path, "run-1")
+        audits.append(audit)
+        gate = {"passed": audit["gate_passed"], "reason": audit["gate_reason"]}
+        result = commit_release(lake, staged, {"audit": audit, "gate": gate})
         sent = server.total
     (audit,) = audits
     assert audit["status"] == "ok" and audit["sampled"] == sent > 0

@@ -77,9 +77,11 @@ def test_every_platform_shape_yields_the_store_products(crawled):
         assert row["price"] == entry["price"], key
         assert row["images"][: len(entry["image_urls"])] == entry["image_urls"][: len(row["images"])]
         assert row["color"].lower() == entry["attributes"]["color"]
-    assert results["sample-shopify"].products_new == 14
-    assert results["sample-woo"].products_new == 12
-    assert results["sample-schema"].products_new == 15  # 14 + the mislabelled-charset page
+    # Every product the store lists at its clock (the core and the recent weekly drops).
+    listed = Counter(e["site"] for e in truth.values())
+    assert results["sample-shopify"].products_new == listed["sample-shopify"] > 14
+    assert results["sample-woo"].products_new == listed["sample-woo"] > 12
+    assert results["sample-schema"].products_new == listed["sample-schema"] + 1  # + the mislabelled page
     # The Shopify JSON states no currency; it is never invented.
     assert {r["currency"] for r in rows if r["source"] == "sample-shopify"} == {None}
     assert next(r for r in rows if r["product_id"] == "latin1")["title"] == "Crêpe Blouse — Écru"  # S10
@@ -108,7 +110,7 @@ def test_broken_pages_end_as_recorded_reasons_and_robots_is_obeyed(crawled):
 @pytest.mark.slow
 def test_looks_carry_photo_product_links_and_hotspot_boxes(crawled):
     store, lake, results, _ = crawled
-    assert results["sample-looks"].looks_new == 5
+    assert results["sample-looks"].looks_new == len(store.looks) >= 4
     looks = {r["look_id"]: r for r in lake.read("looks").to_pylist() if r["source"] == "sample-looks"}
     for truth in store.looks_truth():
         look = looks[truth["look_id"]]
@@ -135,7 +137,7 @@ def test_rerun_unchanged_adds_nothing_and_changed_products_keep_first_seen(tmp_p
     # Unchanged products (same content hash) are not new work; changed ones are changes.
     assert changed.products_new == 0 and changed.products_changed == expected > 0
     rows = lake.read("products").to_pylist()
-    assert len(rows) == 14 + expected
+    assert len(rows) == sum(1 for p in store.products if p.shape == "shopify") + expected
     for row in rows:
         assert row["first_seen_at"] == before[row["product_id"]]
 
@@ -153,7 +155,8 @@ def test_since_window_keeps_only_recent_products(tmp_path):
             if p.shape == "shopify" and max(p.published_at, p.updated_at) >= since
         }
     rows = Lake(str(tmp_path)).read("products").to_pylist()
-    assert {r["product_id"] for r in rows} == expected and 0 < result.products_new < 14
+    shopify = sum(1 for p in store.products if p.shape == "shopify")
+    assert {r["product_id"] for r in rows} == expected and 0 < result.products_new < shopify
 
 
 def _crawl_pid(state_dir: str) -> int | None:
@@ -246,7 +249,7 @@ def test_javascript_pages_are_rendered_with_chromium(tmp_path):
         assert extract_document(raw, store.base_url).products == []
         result = run_crawl(js, CRAWL, str(tmp_path), "j", timeout_s=180)
         expected = {p.product_id for p in store.products if p.shape == "playwright"}
-    assert result.products_new == len(expected) == 6
+    assert result.products_new == len(expected) >= 6
     assert {r["product_id"] for r in Lake(str(tmp_path)).read("products").to_pylist()} == expected
 
 
@@ -266,8 +269,8 @@ def test_missing_chromium_is_a_clear_error(monkeypatch):
 def test_sample_store_is_deterministic_and_sized_for_a_fast_job():
     with SampleStore() as a, SampleStore() as b:
         truth = a.catalog()
-        assert 40 <= len(truth) <= 60
-        assert 4 <= len(a.looks) <= 6 and all(2 <= len(lk.products) <= 3 for lk in a.looks)
+        assert 40 <= len(truth) <= 90  # the core and eight weeks of drops: a fast job
+        assert 4 <= len(a.looks) <= 10 and all(2 <= len(lk.products) <= 3 for lk in a.looks)
         assert Counter(e["platform"] for e in truth).keys() == {
             "shopify",
             "woocommerce",

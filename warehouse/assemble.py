@@ -9,13 +9,19 @@ Rules (what a benchmark user relies on):
 - real_studio_flat: a query product (chosen by a seeded hash, share `query_share`) gives its
   first usable photo as the query and its next photos (up to 4) as the gallery.
 - real_streetlook: one query row per annotated item crop of a look photo (`raw_image` is the
-  photo, rows of one photo share it); the gallery is the linked product's photos.
+  photo, rows of one photo share it); the gallery is the linked product's photos that were
+  first seen in this window and never published (a product first seen in an earlier month
+  gives none, and its crop is held back with the reason). A crop within the dedup radius of
+  an image an earlier release published is held back too (`near_earlier_release`).
 - aigen_studio: a generated query; the gallery is the item's generated gallery images and, for
   image-conditioned queries, the photos of the product it was conditioned on.
 - aigen_streetlook: one query per annotated crop of a generated street scene; the gallery is
   the item's generated studio images.
-- noise: every other product with usable photos; a product shown by a look, conditioned on by
-  a generation, or chosen as a query product is never a distractor.
+- noise: every other product with usable photos; a product shown by a look (its refs resolved
+  from URLs or keys by the read model), conditioned on by a generation, or chosen as a query
+  product is never a distractor.
+- Across releases (docs/release.md): "published" counts only releases whose audit gate passed
+  or that had none.
 - `bbox` is `[x0, y0, x1, y1]` in pixels of `raw_image`, x1/y1 exclusive; null = whole image.
 - Row order is stable (sorted by item_ID, then sha256), so the same lake gives the same files.
 """
@@ -27,94 +33,22 @@ import hashlib
 import io
 import json
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 from PIL import Image
 
-from lookbench_live.schema.records import Annotation, Generation, Look, Product, product_key
+from lookbench_live.schema.hashing import HASH_METHOD, hash_bytes
+from lookbench_live.schema.records import Annotation, Generation, Product, product_key
+from lookbench_live.schema.release import NOISE, NOISE_CATEGORY, RELEASE_SCHEMA, TASKS
+from lookbench_live.warehouse.released import ReleasedIndex
+from lookbench_live.warehouse.views import LakeView, Window, choose_annotations
 
-SUBSETS = ("real_studio_flat", "aigen_studio", "real_streetlook", "aigen_streetlook")
-NOISE = "noise"
-NOISE_CATEGORY = "noise data"
-PUBLISHED_COLUMNS = (
-    "image",
-    "raw_image",
-    "category",
-    "main_attribute",
-    "other_attributes",
-    "bbox",
-    "item_ID",
-    "task",
-    "difficulty",
-)
-IMAGE_STRUCT = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
-KV = pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))
-TS = pa.timestamp("us", tz="UTC")
-RELEASE_SCHEMA = pa.schema(
-    [
-        ("image", IMAGE_STRUCT),
-        ("raw_image", IMAGE_STRUCT),
-        ("category", pa.string()),
-        ("main_attribute", pa.string()),
-        ("other_attributes", pa.string()),
-        ("bbox", pa.list_(pa.int32())),
-        ("item_ID", pa.string()),
-        ("task", pa.string()),
-        ("difficulty", pa.string()),
-        ("sha256", pa.string()),
-        ("raw_sha256", pa.string()),
-        ("first_seen_at", TS),
-        ("published_at", TS),
-        ("source", pa.string()),
-        ("source_url", pa.string()),
-        ("taxonomy_version", pa.string()),
-        ("annotation_model", pa.string()),
-        ("attributes", KV),
-        ("provenance", pa.string()),
-    ]
-)
-TASKS = {
-    "real_studio_flat": "studio_to_product",
-    "aigen_studio": "aigen_studio_to_product",
-    "real_streetlook": "street_crop_to_product",
-    "aigen_streetlook": "aigen_street_crop_to_product",
-    NOISE: "distractor",
-}
+__all__ = ["Assembler", "Assembly", "LakeView", "Window", "choose_annotations", "to_table"]
+
 CROP_QUALITY = 95  # fixed, so crops (and so the files) are byte-identical across rebuilds
-
-
-@dataclass(frozen=True, slots=True)
-class Window:
-    """Items whose `first_seen_at` lies in [start, end) — closed start, open end."""
-
-    start: dt.datetime | None = None
-    end: dt.datetime | None = None
-
-    def contains(self, moment: dt.datetime) -> bool:
-        return (self.start is None or moment >= self.start) and (self.end is None or moment < self.end)
-
-    def as_json(self) -> dict[str, str | None]:
-        return {
-            "start": self.start.isoformat() if self.start else None,
-            "end": self.end.isoformat() if self.end else None,
-            "rule": "start <= first_seen_at < end",
-        }
-
-
-@dataclass(slots=True)
-class LakeView:
-    """The lake tables the builder reads, already filtered to usable rows."""
-
-    products: dict[str, Product]  # product key -> latest row
-    looks: dict[str, Look]  # source:look_id -> row
-    generations: dict[str, Generation]
-    owner_images: dict[tuple[str, str], list[dict[str, Any]]]  # (kind, owner) -> ok image rows by position
-    kept: dict[str, tuple[str, str] | None]  # sha256 -> canonical (owner_kind, owner_id), None if unstated
-    annotations: dict[tuple[str, str], Annotation]  # (sha256, bbox) -> chosen attributes annotation
-    released: set[str] = field(default_factory=set)  # sha256 published by an earlier release
 
 
 @dataclass(slots=True)
@@ -125,26 +59,8 @@ class Assembly:
     annotation_sources: set[str] = field(default_factory=set)
     generation_models: set[str] = field(default_factory=set)
     tiny_generation: bool = False
-
-
-def choose_annotations(annotations: Iterable[Annotation]) -> dict[tuple[str, str], Annotation]:
-    """One attributes annotation per (image, crop): VLM over prior, then the newest."""
-    chosen: dict[tuple[str, str], Annotation] = {}
-    for ann in annotations:
-        if ann.task != "attributes" or ann.status != "ok" or not ann.category:
-            continue
-        key = (ann.sha256, ann.bbox)
-        rank = (ann.source == "vlm", ann.created_at, ann.taxonomy_version, ann.prompt_version, ann.model)
-        current = chosen.get(key)
-        if current is None or rank > (
-            current.source == "vlm",
-            current.created_at,
-            current.taxonomy_version,
-            current.prompt_version,
-            current.model,
-        ):
-            chosen[key] = ann
-    return chosen
+    # sha256 -> (pHash, mirror pHash, dHash) of published images, for the released-image index
+    hashes: dict[str, tuple[str, str, str]] = field(default_factory=dict)
 
 
 def _stable_share(seed: int, key: str) -> float:
@@ -192,7 +108,11 @@ class Assembler:
         max_gallery: int,
         seed: int,
         taxonomy: Any,
+        released: ReleasedIndex | None = None,
+        radius: int = 0,
     ):
+        self.released = released
+        self.radius = radius
         self.view = view
         self.load_image = load_image
         self.window = window
@@ -210,14 +130,26 @@ class Assembler:
         canonical = self.view.kept[sha]
         return canonical is None or canonical == (kind, owner)
 
-    def usable_images(self, kind: str, owner: str) -> list[tuple[dict[str, Any], Annotation]]:
-        """Kept, annotated whole images of an owner, in page order, each sha once."""
+    def usable_images(
+        self, kind: str, owner: str, *, in_window: bool = False
+    ) -> list[tuple[dict[str, Any], Annotation]]:
+        """Kept, annotated whole images of an owner, in page order, each sha once.
+
+        `in_window`: only images first seen in the release's window (a gallery drawn from a
+        product first seen in an earlier month gives only its photos first seen this month).
+        """
         seen: set[str] = set()
         usable = []
         for img in self.view.owner_images.get((kind, owner), []):
             sha = img["sha256"]
             ann = self.view.annotations.get((sha, ""))
             if sha in seen or not self.is_kept(sha, kind, owner) or ann is None:
+                continue
+            if (
+                in_window
+                and img["first_seen_at"] is not None
+                and not self.window.contains(img["first_seen_at"])
+            ):
                 continue
             seen.add(sha)
             usable.append((img, ann))
@@ -290,6 +222,8 @@ class Assembler:
         provenance: dict,
     ) -> dict[str, Any]:
         data = self.load_image(img["sha256"])
+        if img.get("phash") and img.get("hash_method") == HASH_METHOD:
+            self.out.hashes[img["sha256"]] = (img["phash"], img["phash_mirror"] or "", img.get("dhash") or "")
         return self._row(
             image=data,
             image_sha=img["sha256"],
@@ -311,7 +245,7 @@ class Assembler:
 
     def product_gallery(self, key: str, *, skip: set[str] = frozenset()) -> list[dict[str, Any]]:
         rows = []
-        for img, ann in self.usable_images("product", key):
+        for img, ann in self.usable_images("product", key, in_window=True):
             if img["sha256"] in skip:
                 continue
             rows.append((img, ann))
@@ -328,13 +262,32 @@ class Assembler:
         if not query_rows:
             return
         if not gallery:
-            self.out.dropped.append((item, "no_gallery", f"{subset}: no usable gallery image for {item}"))
+            self.out.dropped.append((item, "no_gallery", f"{subset}: {self.why_no_gallery(item)}"))
             return
         for row in gallery:
             row["task"] = TASKS[subset]
             row["difficulty"] = _difficulty_gallery(len(gallery))
         self.out.rows[(subset, "query")].extend(query_rows)
         self.out.rows[(subset, "gallery")].extend(gallery)
+
+    def why_no_gallery(self, item: str) -> str:
+        """Why `item` has no gallery this month, for the recorded reason."""
+        images = self.view.owner_images.get(("product", item), [])
+        published = sorted({v for v in (self.released_version(i["sha256"]) for i in images) if v})
+        if published:
+            return f"the photos of {item} were published in {', '.join(published)}"
+        in_window = [
+            i for i in images if i["first_seen_at"] is None or self.window.contains(i["first_seen_at"])
+        ]
+        product = self.view.products.get(item)
+        if not in_window and product is not None and not self.window.contains(product.first_seen_at):
+            return f"{item} and its photos were first seen before this window (held back)"
+        return f"no usable gallery image for {item}"
+
+    def released_version(self, sha: str) -> str | None:
+        if self.released is not None:
+            return self.released.sha_version.get(sha)
+        return "an earlier release" if sha in self.view.released else None
 
     # ------------------------------------------------------------------ subsets
     def build(self) -> Assembly:
@@ -346,9 +299,8 @@ class Assembler:
         return self.out
 
     def reserved_products(self) -> set[str]:
-        reserved: set[str] = set()
-        for look in self.view.looks.values():
-            reserved.update(ref for ref in look.product_refs if ":" in ref)
+        # Product keys resolved from the looks' refs (the crawler states page URLs): see views.
+        reserved: set[str] = set(self.view.linked_products())
         for gen in self.view.generations.values():
             if gen.conditioned_on:
                 reserved.add(gen.conditioned_on)
@@ -395,6 +347,8 @@ class Assembler:
         self, img: dict[str, Any], subset: str, provenance: dict[str, Any], owner_kind: str, owner: str
     ) -> list[tuple[str, dict[str, Any]]]:
         photo = self.load_image(img["sha256"])
+        if img.get("phash") and img.get("hash_method") == HASH_METHOD:
+            self.out.hashes[img["sha256"]] = (img["phash"], img["phash_mirror"] or "", img.get("dhash") or "")
         rows = []
         for bbox, ann in self.crops(img["sha256"], owner_kind, owner):
             w, h = img["width"], img["height"]
@@ -405,6 +359,22 @@ class Assembler:
                 continue
             crop = _crop(photo, bbox)
             crop_sha = hashlib.sha256(crop).hexdigest()
+            hashes = hash_bytes(crop)
+            near = (
+                self.released.near(hashes.phash, hashes.phash_mirror, self.radius) if self.released else None
+            )
+            if near is not None:
+                # A crop is a new image: it must not be a near copy of anything published before.
+                version, matched, distance = near
+                self.out.dropped.append(
+                    (
+                        f"{owner}:{bbox}",
+                        "near_earlier_release",
+                        f"crop within {distance} bits of {matched} published in {version}",
+                    )
+                )
+                continue
+            self.out.hashes[crop_sha] = (hashes.phash, hashes.phash_mirror, hashes.dhash or "")
             row = self._row(
                 image=crop,
                 image_sha=crop_sha,

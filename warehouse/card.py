@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lookbench_live.warehouse.assemble import NOISE, RELEASE_SCHEMA, SUBSETS
+from lookbench_live.schema.release import NOISE, RELEASE_SCHEMA, SUBSETS
 
 CROISSANT_CONTEXT: dict[str, Any] = {
     "@language": "en",

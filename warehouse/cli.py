@@ -68,6 +68,7 @@ def build(
             query_share=settings.release.query_share,
             max_gallery=settings.release.max_gallery_per_item,
             seed=settings.release.seed,
+            radius=settings.dedup.radius,
         )
     total = sum(result.rows.values())
     typer.echo(f"release {result.version}: {total} rows at {result.path}")

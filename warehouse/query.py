@@ -2,7 +2,8 @@
 
 Every lake table is a view of the same name; every committed release file is a view
 `<version>_<subset>_<split>` (e.g. `v20261201_real_studio_flat_query`), and `releases`
-unions all of them with `version`, `subset` and `split` columns, so month-over-month
+unions all of them with `version`, `subset`, `split` and `gate` (the release's audit gate:
+`passed`, `failed` or `none`) columns, so month-over-month
 questions are one query. Only files named by a manifest are opened.
 
 Only SELECT-like statements run; after the views are registered the connection loses
@@ -18,7 +19,7 @@ import pyarrow.dataset as pads
 
 from lookbench_live.schema.records import TABLES
 from lookbench_live.warehouse.lake import Lake
-from lookbench_live.warehouse.release import committed_versions, read_manifest, release_dir
+from lookbench_live.warehouse.release import committed_versions, gate_status, read_manifest, release_dir
 
 READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
 
@@ -31,14 +32,17 @@ def _release_views(lake: Lake, con: duckdb.DuckDBPyConnection) -> list[str]:
     union_parts = []
     for version in committed_versions(lake):
         base = release_dir(lake, version)
-        for rel in sorted(read_manifest(lake, version).get("files", {})):
+        manifest = read_manifest(lake, version)
+        gate = gate_status(manifest)  # "passed", "failed" or "none": a failed gate's rows are not "used up"
+        for rel in sorted(manifest.get("files", {})):
             if not rel.endswith(".parquet"):
                 continue
             subset, split = rel[: -len(".parquet")].split("/")
             name = f"{version}_{subset}_{split}"
             con.register(name, pads.dataset(f"{base}/{rel}", filesystem=lake.fs, format="parquet"))
             union_parts.append(
-                f"SELECT '{version}' AS version, '{subset}' AS subset, '{split}' AS split, * FROM {name}"
+                f"SELECT '{version}' AS version, '{subset}' AS subset, '{split}' AS split, "
+                f"'{gate}' AS gate, * FROM {name}"
             )
     if union_parts:
         con.execute("CREATE VIEW releases AS " + " UNION ALL BY NAME ".join(union_parts))

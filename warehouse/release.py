@@ -19,37 +19,54 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lookbench_live import __version__
-from lookbench_live.schema.records import Annotation, Generation, Look, Rejection
-from lookbench_live.warehouse.assemble import (
-    NOISE,
-    SUBSETS,
-    Assembler,
-    LakeView,
-    Window,
-    choose_annotations,
-    to_table,
-)
+from lookbench_live.schema.records import Rejection
+from lookbench_live.schema.release import FILES, LATEST, MANIFEST
+from lookbench_live.warehouse.assemble import Assembler, Window, to_table
 from lookbench_live.warehouse.card import croissant_json, dataset_card
 from lookbench_live.warehouse.lake import Lake, atomic_write_bytes, parquet_bytes
-from lookbench_live.warehouse.views import latest_products
-
-MANIFEST = "manifest.json"
-LATEST = "LATEST"
-FILES = (
-    *(f"{s}/{split}.parquet" for s in SUBSETS for split in ("query", "gallery")),
-    f"{NOISE}/gallery.parquet",
+from lookbench_live.warehouse.released import (
+    ReleasedIndex,
+    gate_passed,
+    gate_status,
+    released_index,
+    write_index,
 )
+from lookbench_live.warehouse.views import LakeView, lake_view
+
+__all__ = [
+    "FILES",
+    "LATEST",
+    "MANIFEST",
+    "BuildResult",
+    "ReleaseError",
+    "ReleaseExists",
+    "StagedRelease",
+    "build_release",
+    "commit_release",
+    "gate_passed",
+    "gate_status",
+    "lake_view",
+    "stage_release",
+]
 
 
 class ReleaseError(RuntimeError):
     """A release cannot be built, found or verified; the message names the version or file."""
+
+
+class ReleaseExists(ReleaseError):
+    """The version is already committed (found before staging, or committed meanwhile)."""
+
+    def __init__(self, lake: Lake, version: str):
+        self.version = version
+        super().__init__(f"release {version} already exists in {lake.home}; pass --replace to rebuild it")
 
 
 @dataclass(slots=True)
@@ -121,52 +138,19 @@ def read_manifest(lake: Lake, version: str) -> dict[str, Any]:
     return manifest
 
 
+def counted_index(lake: Lake, *, before: str | None = None) -> ReleasedIndex:
+    """Published images of committed releases older than `before` whose gate passed or had none."""
+    versions = [v for v in committed_versions(lake) if before is None or v < before]
+    return released_index(lake, ((v, release_dir(lake, v), read_manifest(lake, v)) for v in versions))
+
+
 def released_sha256s(lake: Lake, *, before: str | None = None) -> dict[str, str]:
-    """sha256 of every image (rows' `image` and their `raw_image`) in committed releases -> version.
+    """sha256 of every image (rows' `image` and their `raw_image`) in counted releases -> version.
 
-    `before` limits to versions strictly older than it. The earliest version wins.
+    `before` limits to versions strictly older than it; the earliest version wins. A release
+    whose audit gate failed does not count: its images stay eligible.
     """
-    found: dict[str, str] = {}
-    for version in committed_versions(lake):
-        if before is not None and version >= before:
-            continue
-        base = release_dir(lake, version)
-        for rel in read_manifest(lake, version).get("files", {}):
-            if not rel.endswith(".parquet"):
-                continue
-            with lake.fs.open(f"{base}/{rel}", "rb") as handle:
-                table = pq.read_table(handle, columns=["sha256", "raw_sha256"])
-            for column in ("sha256", "raw_sha256"):
-                for sha in table.column(column).to_pylist():
-                    if sha:
-                        found.setdefault(sha, version)
-    return found
-
-
-# ---------------------------------------------------------------------- reading the lake
-def lake_view(lake: Lake) -> LakeView:
-    products = latest_products(lake)
-    looks: dict[str, Look] = {}
-    for look in lake.records("looks"):
-        assert isinstance(look, Look)
-        looks[f"{look.source}:{look.look_id}"] = look
-    generations: dict[str, Generation] = {}
-    for gen in lake.records("generations"):
-        assert isinstance(gen, Generation)
-        generations[gen.generation_id] = gen
-    owner_images: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    images = lake.read("images").to_pylist()
-    for row in sorted(images, key=lambda r: (r["owner_kind"], r["owner_id"], r["position"], r["source_url"])):
-        if row["status"] == "ok" and row["sha256"]:
-            owner_images.setdefault((row["owner_kind"], row["owner_id"]), []).append(row)
-    kept: dict[str, tuple[str, str] | None] = {}
-    columns = ["sha256", "decision", "canonical_owner_kind", "canonical_owner_id"]
-    for row in lake.read("dedup_decisions", columns=columns).to_pylist():
-        if row["decision"] == "kept":
-            owner = row["canonical_owner_kind"], row["canonical_owner_id"]
-            kept[row["sha256"]] = owner if all(owner) else None
-    annotations = choose_annotations(a for a in lake.records("annotations") if isinstance(a, Annotation))
-    return LakeView(products, looks, generations, owner_images, kept, annotations)
+    return dict(counted_index(lake, before=before).sha_version)
 
 
 # ---------------------------------------------------------------------- building
@@ -199,7 +183,38 @@ def reconcile_releases(lake: Lake) -> list[str]:
     return actions
 
 
-def build_release(
+@dataclass(slots=True)
+class StagedRelease:
+    """A release written to its staging folder (data files, card, Croissant), not yet committed.
+
+    Later steps may add files to `path` (the report); `commit_release` lists and checksums
+    every file there, writes the manifest, verifies and commits.
+    """
+
+    version: str
+    path: str  # staging folder on lake.fs (the target itself on object stores)
+    target: str
+    replace: bool
+    info: dict[str, Any]  # the manifest's description of the data (window, rows, models)
+    files: dict[str, dict[str, Any]]  # rel -> {sha256, size[, rows]} of the files written so far
+    dropped: dict[str, int]
+    annotation_mode: str
+    hashes: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # for the released-image index
+
+    @property
+    def rows(self) -> dict[str, int]:
+        return dict(self.info["rows"])
+
+
+def _taxonomy(taxonomy: Any) -> Any:
+    if taxonomy is None:
+        from lookbench_live.schema.taxonomy import default_taxonomy
+
+        taxonomy = default_taxonomy()
+    return taxonomy
+
+
+def stage_release(
     lake: Lake,
     *,
     version: str | None = None,
@@ -210,30 +225,26 @@ def build_release(
     seed: int = 0,
     taxonomy: Any = None,
     run_id: str = "manual",
-    before_commit: Callable[[str], dict[str, Any]] | None = None,
-    extra_manifest: dict[str, Any] | None = None,
-    publish_latest: bool = True,
-    latest_reason: str = "",
-) -> BuildResult:
-    """Assemble, write, verify and atomically commit a release of the lake's current content.
+    radius: int = 0,
+    view: LakeView | None = None,
+    released: ReleasedIndex | None = None,
+) -> StagedRelease:
+    """Assemble the lake's current content and write it to a staging folder.
 
-    `before_commit(staging_path)` may add files (the report) to the staging folder and
-    return manifest entries (audit, evaluation); it runs before checksums are taken.
-    `publish_latest=False` builds the release without moving `LATEST` (a failed audit gate).
+    Raises `ReleaseExists` when the version is committed and `replace` is false, and
+    `ReleaseError` when nothing is left to release. `radius`: the dedup radius; a street crop
+    within it of an image an earlier release published is held back.
     """
-    if taxonomy is None:
-        from lookbench_live.schema.taxonomy import default_taxonomy
-
-        taxonomy = default_taxonomy()
+    taxonomy = _taxonomy(taxonomy)
     version = check_version(version or version_for(dt.datetime.now(dt.UTC).date()))
     reconcile_releases(lake)
     target = release_dir(lake, version)
-    exists = lake.fs.exists(f"{target}/{MANIFEST}")
-    if exists and not replace:
-        raise ReleaseError(f"release {version} already exists in {lake.home}; pass --replace to rebuild it")
+    if lake.fs.exists(f"{target}/{MANIFEST}") and not replace:
+        raise ReleaseExists(lake, version)
 
-    view = lake_view(lake)
-    view.released = set(released_sha256s(lake, before=version))
+    view = view if view is not None else lake_view(lake, window=window)
+    released = released if released is not None else counted_index(lake, before=version)
+    view.released = set(released.sha_version)
     assembly = Assembler(
         view,
         lake.get_image,
@@ -242,8 +253,13 @@ def build_release(
         max_gallery=max_gallery,
         seed=seed,
         taxonomy=taxonomy,
+        released=released,
+        radius=radius,
     ).build()
-    tables = {rel: to_table(assembly.rows.get(tuple(rel[:-8].split("/")), [])) for rel in FILES}  # type: ignore[arg-type]
+    tables: dict[str, pa.Table] = {
+        rel: to_table(assembly.rows.get(tuple(rel[:-8].split("/")), []))  # type: ignore[arg-type]
+        for rel in FILES
+    }
     if sum(t.num_rows for t in tables.values()) == 0:
         raise ReleaseError(
             f"nothing to release in {lake.home} for window {window.as_json()}: no kept, annotated image"
@@ -259,20 +275,20 @@ def build_release(
     staging = lake.path("releases", f".staging-{version}-{uuid.uuid4().hex[:12]}") if lake.local else target
     if not lake.local and lake.fs.exists(target):
         lake.fs.rm(target, recursive=True)
-    files: dict[str, dict[str, Any]] = {}
-
-    def put(rel: str, data: bytes, rows: int | None = None) -> None:
-        atomic_write_bytes(lake.fs, f"{staging}/{rel}", data)
-        files[rel] = {
-            "sha256": _sha256_bytes(data),
-            "size": len(data),
-            **({"rows": rows} if rows is not None else {}),
-        }
-
+    staged = StagedRelease(
+        version=version,
+        path=staging,
+        target=target,
+        replace=replace,
+        info={},
+        files={},
+        dropped=dropped,
+        annotation_mode="vlm" if "vlm" in assembly.annotation_sources else "metadata_prior",
+        hashes=assembly.hashes,
+    )
     for rel, table in tables.items():
-        put(rel, parquet_bytes(table), table.num_rows)
-    counts = {rel: files[rel]["rows"] for rel in FILES}
-    info = {
+        _put(lake, staged, rel, parquet_bytes(table), table.num_rows)
+    staged.info = {
         "version": version,
         "window": window.as_json(),
         "taxonomy_version": getattr(taxonomy, "version", None),
@@ -280,39 +296,69 @@ def build_release(
         "annotation_sources": sorted(assembly.annotation_sources),
         "generation_models": sorted(assembly.generation_models),
         "generation_tiny_local": assembly.tiny_generation,
-        "rows": counts,
+        "rows": {rel: staged.files[rel]["rows"] for rel in FILES},
     }
-    put("README.md", dataset_card(info).encode())
-    put("croissant.json", croissant_json(info, files).encode())
+    _put(lake, staged, "README.md", dataset_card(staged.info).encode())
+    _put(lake, staged, "croissant.json", croissant_json(staged.info, staged.files).encode())
+    return staged
+
+
+def _put(lake: Lake, staged: StagedRelease, rel: str, data: bytes, rows: int | None = None) -> None:
+    atomic_write_bytes(lake.fs, f"{staged.path}/{rel}", data)
+    staged.files[rel] = {
+        "sha256": _sha256_bytes(data),
+        "size": len(data),
+        **({"rows": rows} if rows is not None else {}),
+    }
+
+
+def commit_release(
+    lake: Lake,
+    staged: StagedRelease,
+    extra_manifest: dict[str, Any] | None = None,
+    *,
+    publish_latest: bool = True,
+    latest_reason: str = "",
+) -> BuildResult:
+    """Write the manifest of a staged release, verify it and commit it; `LATEST` moves last.
+
+    Files added to the staging folder since staging (the report) are checksummed and listed.
+    `extra_manifest` is merged into the manifest (audit, evaluation, sites, gate). A failed
+    gate (`{"gate": {"passed": False, ...}}`) keeps `LATEST` where it is. Raises
+    `ReleaseExists` when the version was committed meanwhile and `staged.replace` is false.
+    """
+    version, target = staged.version, staged.target
     extra: dict[str, Any] = dict(extra_manifest or {})
-    if before_commit is not None:
-        extra.update(before_commit(staging) or {})
-        gate = extra.get("gate")
-        if isinstance(gate, dict) and gate.get("passed") is False:
-            # Built and kept, but not published as latest: the audit said the labels are not good enough.
-            publish_latest = False
-            latest_reason = str(gate.get("reason", "release gate failed"))
-        for rel in _list_files(lake, staging):
-            if rel not in files and rel != MANIFEST:
-                data = lake.fs.cat_file(f"{staging}/{rel}")
-                put(rel, data)
+    gate = extra.get("gate")
+    if isinstance(gate, dict) and gate.get("passed") is False:
+        # Built and kept, but not published as latest: the audit said the labels are not good enough.
+        publish_latest = False
+        latest_reason = str(gate.get("reason", "release gate failed"))
+    exists = lake.fs.exists(f"{target}/{MANIFEST}")
+    if exists and not staged.replace:
+        raise ReleaseExists(lake, version)
+    for rel in _list_files(lake, staged.path):
+        if rel not in staged.files and rel != MANIFEST:
+            _put(lake, staged, rel, lake.fs.cat_file(f"{staged.path}/{rel}"))
     manifest = {
-        **info,
+        **staged.info,
         "created_at": dt.datetime.now(dt.UTC).isoformat(),
         "code_version": __version__,
-        "annotation_mode": "vlm" if "vlm" in assembly.annotation_sources else "metadata_prior",
-        "dropped_by_reason": dropped,
-        "files": dict(sorted(files.items())),
+        "annotation_mode": staged.annotation_mode,
+        "dropped_by_reason": staged.dropped,
+        "files": dict(sorted(staged.files.items())),
         **extra,
     }
     atomic_write_bytes(
-        lake.fs, f"{staging}/{MANIFEST}", json.dumps(manifest, indent=2, sort_keys=True).encode()
+        lake.fs, f"{staged.path}/{MANIFEST}", json.dumps(manifest, indent=2, sort_keys=True).encode()
     )
-    problems = verify_path(lake, staging)
+    problems = verify_path(lake, staged.path)
     if problems:
         raise ReleaseError(f"release {version} failed verification before commit: {problems[0]}")
     if lake.local:
-        _commit_local(lake, staging, target, version, exists)
+        _commit_local(lake, staged.path, target, version, exists)
+    # The released-image index is a cache: a kill here leaves it missing, and readers rebuild it.
+    write_index(lake, version, target, staged.hashes)
     if publish_latest:
         try:
             current = resolve_version(lake, "latest")
@@ -328,11 +374,26 @@ def build_release(
     return BuildResult(
         version=version,
         path=lake.url("releases", version),
-        rows=counts,
-        dropped=dropped,
+        rows=staged.rows,
+        dropped=staged.dropped,
         published_latest=publish_latest,
         latest_reason=latest_reason,
         manifest=manifest,
+    )
+
+
+def build_release(
+    lake: Lake,
+    *,
+    extra_manifest: dict[str, Any] | None = None,
+    publish_latest: bool = True,
+    latest_reason: str = "",
+    **stage_args: Any,
+) -> BuildResult:
+    """`stage_release` then `commit_release`, for callers with nothing to add in between."""
+    staged = stage_release(lake, **stage_args)
+    return commit_release(
+        lake, staged, extra_manifest, publish_latest=publish_latest, latest_reason=latest_reason
     )
 
 

@@ -1,8 +1,13 @@
 """A small fashion store served on 127.0.0.1: the main job's embedded source and the crawl test bed.
 
-    with SampleStore() as store:          # a free port; `store.base_url`
+    with SampleStore(clock=as_of) as store:   # a free port; `store.base_url`
         sites = sample_sites(store.base_url)
-        truth = store.catalog()           # category + attributes per product
+        truth = store.catalog()                # category + attributes per product
+
+The catalogue is a function of the store's clock (see `catalog` for the timeline): at
+`clock` it serves what a real store would have shown then, new arrivals every week, new
+looks every month, removals, price changes, new photos and re-uploaded near copies.
+`products_per_week` sizes it (benchmarks stand it in for a large retailer).
 
 It publishes all four platform shapes (a Shopify-shaped store under `/shopify`, a
 WooCommerce Store API under `/woo`, schema.org product pages with sitemaps and `lastmod`
@@ -27,11 +32,20 @@ from lookbench_live.scrapers.sample_store import images as drawing
 from lookbench_live.scrapers.sample_store import pages
 from lookbench_live.scrapers.sample_store.catalog import (
     BROKEN_IMAGES,
+    CORE_ANCHOR,
+    CORE_LOOKS_DAYS,
     DEFAULT_NOW,
+    DEFAULT_PRODUCTS_PER_WEEK,
+    LOOKS_LISTED_DAYS,
     LookSpec,
     ProductSpec,
+    apply_sales,
+    arrival,
+    arrivals_until,
     build_catalog,
     build_looks,
+    first_arrival_listed,
+    monthly_looks,
 )
 
 __all__ = ["DEFAULT_NOW", "SampleStore", "sample_sites"]
@@ -67,35 +81,85 @@ def sample_sites(base_url: str) -> list[SiteSettings]:
 class SampleStore:
     """The store's HTTP server in a background thread; use as a context manager.
 
-    `now` fixes the reference time of every date it publishes (default `DEFAULT_NOW`), so
-    crawl windows are testable. `latency` delays every response (to interrupt crawls in tests).
-    `revision` > 0 changes every fifth product's price (to test changed products).
-    `revision` > 0 changes every fifth product's price (to test changed products).
-    `hits` lists the paths requested, in order.
+    `clock` is the moment the store shows (default `DEFAULT_NOW`; `now` is its old name):
+    every product, look and date it publishes is what it had at that moment. `set_clock`
+    moves it (same port: a later visit of the same store). `products_per_week` is the
+    weekly arrival rate (>= 4 brings every platform shape every week); `looks_per_month`
+    defaults to max(4, products_per_week). `latency` delays every response (to interrupt
+    crawls in tests). `revision` > 0 changes every fifth product's price (to test changed
+    products). `hits` lists the paths requested, in order.
     """
 
     def __init__(
         self,
         port: int = 0,
         *,
+        clock: dt.datetime | None = None,
         now: dt.datetime | None = None,
+        products_per_week: int = DEFAULT_PRODUCTS_PER_WEEK,
+        looks_per_month: int | None = None,
         latency: float = 0.0,
         revision: int = 0,
         host: str = "127.0.0.1",
     ):
-        self.now = now or DEFAULT_NOW
+        if products_per_week < 0:
+            raise ValueError("products_per_week must be >= 0")
+        self.products_per_week = products_per_week
+        self.looks_per_month = looks_per_month if looks_per_month is not None else max(4, products_per_week)
+        self.revision = revision
         self.latency = latency
-        self.products: list[ProductSpec] = build_catalog(self.now, revision)
-        self.looks: list[LookSpec] = build_looks(self.products, self.now)
-        self._by_id = {p.product_id: p for p in self.products}
         self._images: dict[str, bytes] = {}
         self._look_boxes: dict[str, list[tuple[int, int, int, int]]] = {}
         self._lock = threading.Lock()
+        self.set_clock(clock or now or DEFAULT_NOW)
         self.hits: list[str] = []
         handler = type("Handler", (_Handler,), {"store": self})
         self._server = _QuietServer((host, port), handler)
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ the clock
+    def set_clock(self, clock: dt.datetime) -> None:
+        """Show the store as it was (or will be) at `clock` (timezone-aware)."""
+        if clock.tzinfo is None:
+            raise ValueError("the sample store's clock must be timezone-aware (UTC)")
+        clock = clock.astimezone(dt.UTC)
+        per_week = self.products_per_week
+        core = build_catalog(CORE_ANCHOR, self.revision)
+        apply_sales(core, clock)
+        count = arrivals_until(clock, per_week)
+        # Drops older than the looks' memory plus the listing time can no longer be shown or linked.
+        lowest = first_arrival_listed(clock - dt.timedelta(days=LOOKS_LISTED_DAYS), per_week)
+        history = {p.product_id: p for p in core if p.published_at <= clock}
+        for n in range(lowest, count):
+            product = arrival(n, per_week, clock, core, self.revision)
+            history[product.product_id] = product
+        listed = [p for p in history.values() if p.removed_at is None or p.removed_at > clock]
+        looks = [
+            lk
+            for lk in build_looks(core, CORE_ANCHOR)
+            if clock < CORE_ANCHOR + dt.timedelta(days=CORE_LOOKS_DAYS)
+        ]
+        looks = [lk for lk in looks if lk.published_at <= clock]
+        looks += monthly_looks(clock, self.looks_per_month, history, core)
+        with self._lock:
+            self.now = self.clock = clock
+            self._core = core
+            self._history = history
+            self.products: list[ProductSpec] = listed
+            self.looks: list[LookSpec] = looks
+            self._by_id = {p.product_id: p for p in listed}
+            self._looks_by_id = {lk.look_id: lk for lk in looks}
+
+    def spec_of(self, product_id: str) -> ProductSpec | None:
+        """Any product the store ever published by `clock`, listed or not (near copies need it)."""
+        found = self._history.get(product_id)
+        if found is not None or not product_id.isdigit() or int(product_id) < 2000:
+            return found
+        n = int(product_id) - 2000
+        if n >= arrivals_until(self.clock, self.products_per_week):
+            return None
+        return arrival(n, self.products_per_week, self.clock, self._core, self.revision)
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -161,6 +225,8 @@ class SampleStore:
                 "published_at": p.published_at.isoformat(),
                 "updated_at": p.updated_at.isoformat(),
                 "in_stock": p.in_stock,
+                "arrival": p.arrival,
+                "removed_at": p.removed_at.isoformat() if p.removed_at else None,
             }
             if taxonomy is not None:
                 entry.update(_taxonomy_view(taxonomy, p))
@@ -177,6 +243,7 @@ class SampleStore:
                 "product_urls": [f"{base}{pages.product_path(p)}" for p in look.products],
                 "product_ids": [p.product_id for p in look.products],
                 "boxes": [list(b) for b in self.look_boxes(look)],
+                "published_at": look.published_at.isoformat(),
             }
             for look in self.looks
         ]
@@ -194,6 +261,44 @@ class SampleStore:
                 self._images[key] = data
         return data
 
+    def photo(self, product: ProductSpec, view: int) -> bytes:
+        """Photo `view` of a product; a near copy's last photo is an older product's photo, altered."""
+        if product.near_copy is not None and view == product.photos - 1:
+            older_id, older_view, transform = product.near_copy
+            with contextlib.suppress(KeyError):
+                return drawing.near_copy(self.original_photo(older_id, older_view), transform)
+        return drawing.product_photo(product, view)
+
+    def published_between(self, start: dt.datetime, end: dt.datetime) -> list[ProductSpec]:
+        """Products first published in (start, end], as the store showed them at `end`
+        (those removed since included): what a crawl at `end` of a window could have found."""
+        return [p for p in self._history.values() if start < p.published_at <= min(end, self.clock)]
+
+    def original_photo(self, product_id: str, view: int) -> bytes:
+        """The first-round photo `view` of any product the store has published (even removed)."""
+        spec = self.spec_of(product_id)
+        if spec is None:
+            raise KeyError(product_id)
+        return self.image(f"p/{product_id}/{view}", lambda: drawing.product_photo(spec, view, photo_round=0))
+
+    def near_copies(self) -> list[dict[str, Any]]:
+        """Listed photos that re-upload an older product's photo: (photo URL, original URL, how)."""
+        base = self.base_url
+        out = []
+        for p in self.products:
+            if p.near_copy is not None:
+                older_id, older_view, transform = p.near_copy
+                out.append(
+                    {
+                        "product_id": p.product_id,
+                        "url": f"{base}{pages.image_paths(p)[p.photos - 1]}",
+                        "original_product_id": older_id,
+                        "original_url": f"{base}/img/p/{older_id}/{older_view}.jpg",
+                        "transform": transform,
+                    }
+                )
+        return out
+
     def look_boxes(self, look: LookSpec) -> list[tuple[int, int, int, int]]:
         if look.look_id not in self._look_boxes:
             self._look_photo(look)
@@ -201,7 +306,9 @@ class SampleStore:
 
     def _look_photo(self, look: LookSpec) -> bytes:
         def make() -> bytes:
-            data, boxes = drawing.look_photo(look.products)
+            # Monthly looks get their own scene; the five core looks keep the plain one.
+            variation = look.look_id if look.look_id.startswith("look-20") else None
+            data, boxes = drawing.look_photo(look.products, variation)
             self._look_boxes[look.look_id] = boxes
             return data
 
@@ -362,7 +469,7 @@ class _Handler(BaseHTTPRequestHandler):
                 f"<html><head><title>Looks</title></head><body><ul class='looks-index'>{links}</ul></body></html>"
             )
         elif path.startswith("/looks/"):
-            look = next((lk for lk in store.looks if lk.look_id == path[len("/looks/") :]), None)
+            look = store._looks_by_id.get(path[len("/looks/") :])
             self._html(pages.look_page(look, base, store.look_boxes(look))) if look else self._not_found()
         # -------------------------------------------------------------- images
         elif path.startswith("/img/"):
@@ -455,16 +562,15 @@ class _Handler(BaseHTTPRequestHandler):
         parts = path.split("/")
         if path.startswith("/img/p/") and len(parts) == 5:
             product = store._by_id.get(parts[3])
-            view = parts[4].removesuffix(".jpg")
-            if product is None or not view.isdigit() or int(view) >= product.photos:
-                return self._not_found()
+            name = parts[4].removesuffix(".jpg")
+            if product is None or f"/img/p/{product.product_id}/{parts[4]}" not in pages.image_paths(product):
+                return self._not_found()  # unknown, removed, or a photo the product no longer shows
+            view = int(name.rsplit("-", 1)[-1])
             return self._jpeg(
-                store.image(
-                    f"p/{product.product_id}/{view}", lambda: drawing.product_photo(product, int(view))
-                )
+                store.image(f"p/{product.product_id}/{name}", lambda: store.photo(product, view))
             )
         if path.startswith("/img/looks/"):
-            look = next((lk for lk in store.looks if f"/img/looks/{lk.look_id}.jpg" == path), None)
+            look = store._looks_by_id.get(path[len("/img/looks/") :].removesuffix(".jpg"))
             return self._jpeg(store._look_photo(look)) if look else self._not_found()
         first = store.products[0]
         if path == "/img/broken/truncated.jpg":

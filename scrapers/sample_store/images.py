@@ -14,7 +14,7 @@ import random
 import struct
 import zlib
 
-from PIL import Image, ImageDraw, ImageFilter
+from PIL import Image, ImageDraw, ImageFilter, ImageOps
 
 from lookbench_live.scrapers.sample_store.catalog import CATEGORIES, COLORS, ProductSpec
 
@@ -141,9 +141,12 @@ def paint_garment(
         canvas.paste(Image.new("RGB", mask.size, (250, 250, 250)), box[:2], collar)
 
 
-def product_rng(product: ProductSpec) -> random.Random:
-    """A generator seeded by the product, so each product's photos are its own but reproducible."""
-    return random.Random(int.from_bytes(hashlib.sha256(product.product_id.encode()).digest()[:8], "big"))
+def product_rng(product: ProductSpec, photo_round: int | None = None) -> random.Random:
+    """A generator seeded by the product, so each product's photos are its own but reproducible;
+    replaced photos (`photo_round` > 0) are new pictures of the same garment."""
+    rounds = product.photo_round if photo_round is None else photo_round
+    key = product.product_id if not rounds else f"{product.product_id}:r{rounds}"
+    return random.Random(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big"))
 
 
 def _styling(canvas: Image.Image, rng: random.Random) -> None:
@@ -165,10 +168,10 @@ def _styling(canvas: Image.Image, rng: random.Random) -> None:
             draw.rectangle([x - r, y - r // 2, x + r, y + r // 2], fill=tone)
 
 
-def product_photo(product: ProductSpec, view: int) -> bytes:
-    """JPEG bytes of photo `view` (0-based) of a product."""
+def product_photo(product: ProductSpec, view: int, photo_round: int | None = None) -> bytes:
+    """JPEG bytes of photo `view` (0-based) of a product (of its current photos, or `photo_round`)."""
     w, h = PHOTO_SIZE
-    rng = product_rng(product)
+    rng = product_rng(product, photo_round)
     # Per-product framing: where and how large the garment sits, and the props behind it.
     # Without it, two solid garments of one shape differ only in colour, which perceptual
     # hashes (grayscale, low frequency) rightly treat as near-duplicates.
@@ -202,10 +205,49 @@ def product_photo(product: ProductSpec, view: int) -> bytes:
     return out.getvalue()
 
 
-def look_photo(products: list[ProductSpec]) -> tuple[bytes, list[tuple[int, int, int, int]]]:
-    """JPEG bytes of a figure wearing the products, and each product's pixel box, in order."""
+def near_copy(data: bytes, transform: str) -> bytes:
+    """An older photo re-uploaded: re-encoded, resized, mirrored or cropped by a pixel a side.
+
+    Each stays within the dedup radius of the original (docs/dedup.md: JPEG 50, resize 50%
+    and mirror copies at <= 4 bits; crops of 3% already miss half the time, so under 1%)."""
+    image = Image.open(io.BytesIO(data)).convert("RGB")
+    quality = 88
+    if transform == "reencode":
+        quality = 50
+    elif transform == "resize":
+        image = image.resize((image.width // 2, image.height // 2), Image.Resampling.LANCZOS)
+    elif transform == "mirror":
+        image = ImageOps.mirror(image)
+    elif transform == "crop":
+        dx, dy = max(1, image.width // 320), max(1, image.height // 320)
+        image = image.crop((dx, dy, image.width - dx, image.height - dy))
+    else:
+        raise ValueError(f"unknown near-copy transform {transform!r}")
+    out = io.BytesIO()
+    image.save(out, "JPEG", quality=quality)
+    return out.getvalue()
+
+
+def look_photo(
+    products: list[ProductSpec], variation: str | None = None
+) -> tuple[bytes, list[tuple[int, int, int, int]]]:
+    """JPEG bytes of a figure wearing the products, and each product's pixel box, in order.
+
+    With `variation` (a look id), the scene is the look's own: backdrop tone and props, and
+    each garment's box stretched a little. Without it, every look of a kind of garment is
+    drawn in the same place on the same plain backdrop, so crops of two solid skirts of one
+    shape are near copies to a perceptual hash (grayscale, low frequency): fine for the five
+    core looks, not for a new month of looks that must not repeat earlier releases."""
     w, h = LOOK_SIZE
-    canvas = Image.new("RGB", (w, h), (236, 230, 222))
+    rng = random.Random(f"look:{variation}") if variation else None
+    backdrop = (236, 230, 222) if rng is None else tuple(rng.randint(150, 245) for _ in range(3))
+    canvas = Image.new("RGB", (w, h), backdrop)
+    if rng is not None:
+        _styling(canvas, rng)
+        for _ in range(rng.randint(4, 8)):  # more props where garments sit: crops include them
+            x, y, r = rng.randint(0, w), rng.randint(120, 600), rng.randint(15, 60)
+            tone = tuple(rng.randint(40, 250) for _ in range(3))
+            ImageDraw.Draw(canvas).rectangle([x - r, y - r // 2, x + r, y + r], fill=tone)
     draw = ImageDraw.Draw(canvas)
     skin = (224, 184, 150)
     draw.ellipse([w // 2 - 36, 30, w // 2 + 36, 110], fill=skin)  # head
@@ -225,6 +267,10 @@ def look_photo(products: list[ProductSpec]) -> tuple[bytes, list[tuple[int, int,
             box = (w // 2 - 150, 120, w // 2 + 150, 400)
         else:
             box = (w // 2 - 110, 330, w // 2 + 110, 600 if kind != "shorts" else 560)
+        if rng is not None:  # the look's own cut: wider or narrower, longer or shorter
+            half = int((box[2] - box[0]) * rng.uniform(0.78, 1.1)) // 2
+            bottom = box[1] + int((box[3] - box[1]) * rng.uniform(0.85, 1.05))
+            box = (w // 2 - half, box[1], w // 2 + half, min(h - 1, bottom))
         paint_garment(canvas, products[i], box)
         placed[i] = box
     boxes = [placed[i] for i in range(len(products))]

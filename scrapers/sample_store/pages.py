@@ -28,7 +28,9 @@ def product_path(p: ProductSpec) -> str:
 
 
 def image_paths(p: ProductSpec) -> list[str]:
-    return [f"/img/p/{p.product_id}/{n}.jpg" for n in range(p.photos)] + list(p.broken_images)
+    """Photo URLs (paths); replaced photos get new names, as shops' CDNs do."""
+    prefix = f"r{p.photo_round}-" if p.photo_round else ""
+    return [f"/img/p/{p.product_id}/{prefix}{n}.jpg" for n in range(p.photos)] + list(p.broken_images)
 
 
 def expected_price(p: ProductSpec) -> Decimal:
@@ -158,6 +160,9 @@ def woo_product(p: ProductSpec, base: str) -> dict[str, Any]:
             },
         ],
         "variations": [],
+        # The Store API omits dates; shops expose them through a plugin or the REST API shape.
+        "date_created_gmt": _iso(p.published_at).removesuffix("Z"),
+        "date_modified_gmt": _iso(p.updated_at).removesuffix("Z"),
         "is_purchasable": True,
         "is_in_stock": p.in_stock,
     }
@@ -189,7 +194,9 @@ def _jsonld_offer(p: ProductSpec, base: str, size: str | None = None, price: Any
 def schema_page(p: ProductSpec, base: str) -> str:
     url = f"{base}{product_path(p)}"
     images = [f"{base}{path}" for path in image_paths(p)]
-    variant = p.index % 4
+    # Weekly drops never use variant 1 (the page with a broken sibling script): the store's
+    # broken pages stay the core's, so their count does not grow with time.
+    variant = p.index % 4 if p.arrival is None else (0, 2, 3)[p.arrival % 3]
     lang = "en"
     head: list[str] = [f'<link rel="canonical" href="{product_path(p)}">']
     body = f"<h1>{html.escape(p.title)}</h1><p class='desc'>{html.escape(p.description)}</p>"

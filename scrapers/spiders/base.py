@@ -27,6 +27,9 @@ from lookbench_live.scrapers.journal import CrawlJournal
 from lookbench_live.scrapers.middlewares import RefusedRequest
 
 Callback = Callable[..., Iterable[Any] | None]
+# The window start a request was discovered under (ISO or None), kept with it in the journal
+# and the frontier: work an earlier run left is judged by that run's window, not this one's.
+SINCE_META = "lookbench_since"
 
 
 def journaled(method: Callback) -> Callback:
@@ -34,6 +37,7 @@ def journaled(method: Callback) -> Callback:
 
     @functools.wraps(method)
     def wrapper(self: SiteSpider, response: Response, **kwargs: Any) -> Iterator[Any]:
+        self.window_since = self._since_of(response.request)
         try:
             outputs = list(method(self, response, **kwargs) or [])
         except Exception as exc:  # a parser bug on one page never ends the crawl
@@ -51,13 +55,25 @@ class SiteSpider(scrapy.Spider):
 
     platform = ""
 
-    def __init__(self, site: dict[str, Any], state_dir: str, since: str | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        site: dict[str, Any],
+        state_dir: str,
+        since: str | None = None,
+        frontier: list[dict[str, Any]] | None = None,
+        **kwargs: Any,
+    ):
         self.site = SiteSettings.model_validate(site)
         super().__init__(name=self.site.name, **kwargs)
+        # The window start: items whose stated dates are all before it are not new work.
         self.since = dt.datetime.fromisoformat(since) if since else None
+        # Requests an earlier run of this site did not reach (its budget ran out): done first.
+        self.frontier = list(frontier or [])
         self.journal = CrawlJournal(state_dir)
         self.base = self.site.base_url.rstrip("/")
         self.scheduled = 0
+        self._since_text = self.since.isoformat() if self.since else None
+        self.window_since = self.since
 
     # ------------------------------------------------------------------ start / resume
     async def start(self) -> AsyncIterator[Any]:
@@ -66,7 +82,17 @@ class SiteSpider(scrapy.Spider):
             for data in list(self.journal.unfinished()):
                 yield request_from_json(data, self)
             return
-        requests = list(self.first_requests())
+        # What an earlier run left comes first, within this run's page budget; the rest of it
+        # stays deferred (the frontier only shrinks by what is fetched).
+        carried = [request_from_json(data, self) for data in self.frontier]
+        requests = carried[: self.site.max_pages]
+        self.scheduled = len(requests)
+        for request in carried[self.site.max_pages :]:
+            self.journal.add_deferred(self._fingerprint(request), request_to_json(request, self))
+        fresh = list(self.first_requests())
+        for request in fresh:
+            request.meta.setdefault(SINCE_META, self._since_text)
+        requests += fresh
         for request in requests:
             self._log_pending(request)
         self.journal.mark_started()
@@ -99,11 +125,14 @@ class SiteSpider(scrapy.Spider):
         keep: list[Any] = []
         for output in outputs:
             if isinstance(output, scrapy.Request):
+                output.meta.setdefault(SINCE_META, request.meta.get(SINCE_META, self._since_text))
                 fingerprint = self._fingerprint(output)
                 if fingerprint in self.journal.done:
                     continue  # finished by an earlier, killed process
                 if self.scheduled >= self.site.max_pages:
+                    # Over the page budget: recorded for the next run, not fetched now.
                     self.crawler.stats.inc_value("lookbench/max_pages_reached")
+                    self.journal.add_deferred(fingerprint, request_to_json(output, self))
                     continue
                 self.scheduled += 1
                 self._log_pending(output)
@@ -115,11 +144,22 @@ class SiteSpider(scrapy.Spider):
 
     # ------------------------------------------------------------------ items
     def in_window(self, product: NormalizedProduct) -> bool:
-        """False for a product whose stated dates are all before `since` (not new work)."""
-        if self.since is None:
-            return True
+        """False for a product whose stated dates are all before `since` (not new work).
+
+        The window is closed at `since`: a product whose latest date equals it is crawled. The
+        latest of `published_at`/`updated_at` counts, so an updated product re-enters; one
+        stating no date is always crawled (nothing says it is old)."""
         dates = [d for d in (product.published_at, product.updated_at) if d is not None]
-        return not dates or max(dates) >= self.since
+        return not dates or not self.before_window(max(dates))
+
+    def before_window(self, moment: dt.datetime | None) -> bool:
+        """True when a stated date puts an item before the window (`moment < since`) of the run
+        that discovered the page being parsed (an earlier run's, for its frontier)."""
+        return self.window_since is not None and moment is not None and moment < self.window_since
+
+    def _since_of(self, request: scrapy.Request) -> dt.datetime | None:
+        stamp = request.meta.get(SINCE_META, self._since_text)
+        return dt.datetime.fromisoformat(stamp) if stamp else None
 
     def items_from(
         self, extraction: Extraction, url: str, *, looks: bool | None = None

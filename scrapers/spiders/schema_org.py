@@ -75,7 +75,7 @@ class SchemaOrgSpider(SiteSpider):
                 overflow += 1
                 continue
             lastmod = parse_datetime(entry.get("lastmod"))
-            if self.since and lastmod and lastmod < self.since:
+            if self.before_window(lastmod):
                 self.crawler.stats.inc_value("lookbench/sitemap_before_window")
                 continue
             if sitemap.type == "sitemapindex":

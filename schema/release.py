@@ -1,0 +1,66 @@
+"""The release format, defined once: subsets, tasks, the Arrow schema and the file list.
+
+The writer (`warehouse/assemble.py`, `warehouse/release.py`), the dataset card and Croissant
+file (`warehouse/card.py`) and the evaluator (`evaluation/release_data.py`) read these names;
+nothing else defines them. See docs/release.md for what each column means.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+SUBSETS = ("real_studio_flat", "aigen_studio", "real_streetlook", "aigen_streetlook")
+NOISE = "noise"  # gallery only: distractors shared by every subset
+NOISE_CATEGORY = "noise data"  # the published category of every distractor row
+SPLITS = ("query", "gallery")
+
+# The nine LookBench columns, in this order, first in every file.
+PUBLISHED_COLUMNS = (
+    "image",
+    "raw_image",
+    "category",
+    "main_attribute",
+    "other_attributes",
+    "bbox",
+    "item_ID",
+    "task",
+    "difficulty",
+)
+IMAGE_STRUCT = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+KV = pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))
+TS = pa.timestamp("us", tz="UTC")
+RELEASE_SCHEMA = pa.schema(
+    [
+        ("image", IMAGE_STRUCT),
+        ("raw_image", IMAGE_STRUCT),
+        ("category", pa.string()),
+        ("main_attribute", pa.string()),
+        ("other_attributes", pa.string()),
+        ("bbox", pa.list_(pa.int32())),
+        ("item_ID", pa.string()),
+        ("task", pa.string()),
+        ("difficulty", pa.string()),
+        ("sha256", pa.string()),
+        ("raw_sha256", pa.string()),
+        ("first_seen_at", TS),
+        ("published_at", TS),
+        ("source", pa.string()),
+        ("source_url", pa.string()),
+        ("taxonomy_version", pa.string()),
+        ("annotation_model", pa.string()),
+        ("attributes", KV),
+        ("provenance", pa.string()),
+    ]
+)
+TASKS = {
+    "real_studio_flat": "studio_to_product",
+    "aigen_studio": "aigen_studio_to_product",
+    "real_streetlook": "street_crop_to_product",
+    "aigen_streetlook": "aigen_street_crop_to_product",
+    NOISE: "distractor",
+}
+# Every data file of a release, as '<subset>/<split>' (no extension), in the published order.
+SPLIT_NAMES = (*(f"{s}/{split}" for s in SUBSETS for split in SPLITS), f"{NOISE}/gallery")
+FILES = tuple(f"{name}.parquet" for name in SPLIT_NAMES)
+MANIFEST = "manifest.json"
+LATEST = "LATEST"
