@@ -191,6 +191,12 @@ class ReleaseSettings(Section):
     query_share: float = Field(default=0.5, gt=0, lt=1)  # share of eligible products that become queries
     max_gallery_per_item: int = Field(default=4, ge=1, le=4)
     seed: int = 0
+    # The content check (X8): a release with an empty subset split, or with fewer queries than this
+    # share of the last counted release's, is not published silently. "fail" stops the run with one
+    # line (the report is kept under reports/); "hold" commits it unpublished (LATEST stays, its
+    # images stay eligible, the manifest's gate says why).
+    min_share_of_previous: float = Field(default=0.25, ge=0, le=1)
+    on_shortfall: Literal["fail", "hold"] = "fail"
 
 
 class EvaluationSettings(Section):

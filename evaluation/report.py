@@ -529,10 +529,14 @@ def _run_outcomes(context: Mapping[str, Any]) -> dict[str, Any] | None:
         for s in context.get("sites") or []
     ]
     gate = context.get("gate")
-    if not sites and not gate:
+    failures = [
+        [str(f.get("model", "?")), str(f.get("error", ""))] for f in context.get("evaluation_failures") or []
+    ]
+    if not sites and not gate and not failures:
         return None
     return {
         "sites": sites,
+        "evaluation_failures": failures,
         "failed": [s[0] for s in sites if s[1] == "failed"],
         "over_budget": [s[0] for s in sites if s[1] == "over_budget"],
         "gate": None

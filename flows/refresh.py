@@ -4,12 +4,13 @@
 function taking the run's state and returning it:
 
     crawl -> ingest -> dedup -> annotate -> generate -> dedup -> annotate
-          -> stage -> audit -> evaluate -> report -> commit -> summary
+          -> stage -> check -> audit -> evaluate -> report -> commit -> summary
 
 Real products are deduplicated and annotated before generation so that image-conditioned
 AIGen queries start from annotated gallery products; the second dedup and annotate passes
 take only what generation added (every stage skips what the lake already holds). `stage`
-writes the release to a staging folder; audit, evaluate and report read that folder (the
+writes the release to a staging folder; `check` holds back a release with an empty subset or
+far fewer queries than the last one (X8); audit, evaluate and report read that folder (the
 evaluation runs once; the report is given its results); `commit` writes the manifest and
 makes the release visible, `LATEST` last.
 """
@@ -26,14 +27,16 @@ from prefect import flow, get_run_logger
 
 from lookbench_live.config import Settings, load_settings
 from lookbench_live.flows import ledger, stages
-from lookbench_live.flows.progress import stage_progress
+from lookbench_live.flows.progress import stage_counts, stage_progress
 from lookbench_live.flows.runtime import RunSpec, default_as_of, parse_moment, task_runner
 from lookbench_live.flows.summary import markdown_summary, publish_artifact, rejection_counts
+from lookbench_live.schema.records import Rejection
 from lookbench_live.schema.release import SUBSETS
 from lookbench_live.warehouse.assemble import Window
 from lookbench_live.warehouse.lake import Lake
 from lookbench_live.warehouse.release import (
     BuildResult,
+    ReleaseError,
     ReleaseExists,
     StagedRelease,
     commit_release,
@@ -43,6 +46,12 @@ from lookbench_live.warehouse.release import (
     stage_release,
     version_for,
 )
+
+
+class ReleaseHeldBack(ReleaseError):
+    """The staged release fails the content check (an empty subset, far fewer queries) and the
+    config says to stop (`release.on_shortfall = "fail"`); the message is the one line users see."""
+
 
 ALL_STAGES = ("crawl", "ingest", "dedup", "annotate", "generate", "audit", "release", "evaluate")
 BACKFILL_STAGES = ("dedup", "annotate", "audit", "release", "evaluate")
@@ -84,6 +93,8 @@ class Run:
     gate: dict[str, Any] | None = None
     evaluation_runs: list[Any] = field(default_factory=list)  # EvaluationRun, baseline first
     evaluations: list[dict[str, Any]] = field(default_factory=list)
+    evaluation_failures: list[dict[str, str]] = field(default_factory=list)  # a model that could not run
+    held: str | None = None  # why the content check stops this release (on_shortfall = "fail")
     report: str | None = None
     result: BuildResult | None = None
 
@@ -162,13 +173,66 @@ def stage(run: Run) -> Run:
     return run
 
 
+def content_shortfall(
+    rows: dict[str, int], previous_queries: int | None, *, min_share_of_previous: float
+) -> str | None:
+    """Why a release's content is not fit to publish, or None (X8, issue 13 §2).
+
+    `rows` maps release files (`<subset>/<split>.parquet`) to row counts. Every subset needs
+    queries and gallery rows; the queries may not fall below `min_share_of_previous` of the
+    last counted release's (a crawl that silently lost most of a site looks like that).
+    """
+    empty = [
+        f"{subset}/{split}"
+        for subset in SUBSETS
+        for split in ("query", "gallery")
+        if not rows.get(f"{subset}/{split}.parquet")
+    ]
+    if empty:
+        return f"empty subset split(s): {', '.join(empty)}"
+    queries = sum(rows.get(f"{subset}/query.parquet", 0) for subset in SUBSETS)
+    if previous_queries and queries < min_share_of_previous * previous_queries:
+        return (
+            f"{queries} queries, under {min_share_of_previous:.0%} of the previous release's "
+            f"{previous_queries}"
+        )
+    return None
+
+
+def check(run: Run) -> Run:
+    """Hold back a release whose content a user would not accept (X8): it is never published silently."""
+    if run.staged is None:
+        return run
+    rows = {rel: int(entry.get("rows", 0)) for rel, entry in run.staged.files.items() if "rows" in entry}
+    previous = previous_release(run.lake, run.spec.version)
+    previous_queries = None
+    if previous is not None:
+        counts = read_manifest(run.lake, previous[0]).get("rows", {})
+        previous_queries = sum(int(counts.get(f"{s}/query.parquet", 0)) for s in SUBSETS)
+    policy = run.settings.release
+    reason = content_shortfall(rows, previous_queries, min_share_of_previous=policy.min_share_of_previous)
+    if reason is None:
+        return run
+    run.gate = {"passed": False, "reason": f"content check: {reason}"}
+    run.lake.append(
+        [Rejection(stage="release", item=run.spec.version, reason="content_shortfall", detail=reason,
+                   run_id=run.spec.run_key)]
+    )  # fmt: skip
+    if policy.on_shortfall == "fail":
+        run.held = reason
+    return run
+
+
 def audit(run: Run) -> Run:
     """Send a stratified sample of the staged rows to the judge; its verdict is the gate."""
-    if run.staged is None:
+    if run.staged is None or run.held:
         return run
     run.audit = audit_staging(run.lake, run.settings, run.staged.path, run.spec.run_key)
     if run.audit.get("status") == "ok":
-        run.gate = {"passed": bool(run.audit.get("gate_passed")), "reason": run.audit.get("gate_reason", "")}
+        verdict = {"passed": bool(run.audit.get("gate_passed")), "reason": run.audit.get("gate_reason", "")}
+        if run.gate and run.gate.get("passed") is False:  # the content check failed already: keep it
+            verdict = {"passed": False, "reason": f"{run.gate['reason']}; audit: {verdict['reason']}"}
+        run.gate = verdict
     return run
 
 
@@ -204,20 +268,35 @@ def audit_staging(lake: Lake, settings: Settings, staging: str, run_key: str) ->
 
 def evaluate(run: Run) -> Run:
     """Score the staged release once per configured model (the baseline first)."""
-    if run.staged is None:
+    if run.staged is None or run.held:
         return run
     from lookbench_live.evaluation.evaluate import evaluation_records, run_evaluation
 
     settings = run.settings.evaluation
     for model in [None, *settings.models]:
-        result = run_evaluation(
-            run.lake,
-            run.spec.version,
-            model=model,
-            release_path=run.staged.path,
-            batch_size=settings.batch_size,
-            chunk_size=settings.chunk_size,
-        )
+        try:
+            result = run_evaluation(
+                run.lake,
+                run.spec.version,
+                model=model,
+                release_path=run.staged.path,
+                batch_size=settings.batch_size,
+                chunk_size=settings.chunk_size,
+                device=settings.device,
+                trust_remote_code=settings.trust_remote_code,
+            )
+        except Exception as exc:
+            if model is None:  # the weight-free baseline has no outside part that may fail
+                raise
+            # One model that cannot load or run (missing weights, no GPU) never aborts the release:
+            # it is recorded in the lake, the manifest and the report.
+            error = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
+            run.evaluation_failures.append({"model": model, "error": error})
+            run.lake.append(
+                [Rejection(stage="evaluate", item=f"{run.spec.version}:{model}", reason="model_failed",
+                           detail=error, run_id=run.spec.run_key)]
+            )  # fmt: skip
+            continue
         run.evaluation_runs.append(result)
         run.evaluations.append(result.result())
         run.lake.append(evaluation_records(run.evaluations[-1]))
@@ -236,6 +315,7 @@ def report(run: Run) -> Run:
         "gate": run.gate,
         "previous_version": previous[0] if previous else None,
         "baseline_run": run.evaluation_runs[0] if run.evaluation_runs else None,
+        "evaluation_failures": run.evaluation_failures,
     }
     audit = run.audit or {"status": "skipped", "reason": "audit stage not selected"}
     run.report = report_mod.write_report(
@@ -254,6 +334,17 @@ def commit(run: Run) -> Run:
     """Manifest, verify, atomic commit; `LATEST` moves last (not when the gate failed)."""
     if run.staged is None:
         return run
+    if run.held:
+        # Not published: the staging folder goes, its report is kept where `report` finds it.
+        kept = run.lake.path("reports", run.spec.version, "report.html")
+        if run.report and run.lake.fs.exists(run.report):
+            run.lake.fs.makedirs(kept.rsplit("/", 1)[0], exist_ok=True)
+            run.lake.fs.copy(run.report, kept)
+        run.lake.fs.rm(run.staged.path, recursive=True)
+        raise ReleaseHeldBack(
+            f"release {run.spec.version} held back, not published: {run.held} "
+            f'(report: {kept}; set release.on_shortfall = "hold" to commit it unpublished)'
+        )
     extra: dict[str, Any] = {
         # Every drop the lake has recorded, by stage/reason: nothing is lost silently.
         "rejections_by_reason": rejection_counts(run.lake),
@@ -264,6 +355,8 @@ def commit(run: Run) -> Run:
         extra["audit"] = run.audit
     if run.evaluations:
         extra["evaluation"] = [{"model": e["model"], "overall": e["overall"]} for e in run.evaluations]
+    if run.evaluation_failures:
+        extra["evaluation_failures"] = run.evaluation_failures
     try:
         result = commit_release(run.lake, run.staged, extra)
     except ReleaseExists:
@@ -325,6 +418,7 @@ PIPELINE: tuple[tuple[str, Step, frozenset[str]], ...] = (
     ("dedup", dedup_aigen, frozenset({"generate"})),
     ("annotate", annotate_aigen, frozenset({"generate"})),
     ("stage", stage, frozenset({"release"})),
+    ("check", check, frozenset({"release"})),
     ("audit", audit, frozenset({"audit"})),
     ("evaluate", evaluate, frozenset({"evaluate"})),
     ("report", report, frozenset({"evaluate"})),
@@ -360,7 +454,9 @@ def run_pipeline(
         for name, step in steps:
             progress.start(name)
             run = step(run)
-            progress.done()
+            progress.done(stage_counts(run.summary["stages"].get(name)))
+    run.summary["timings"] = progress.timings
+    run.summary["stage_counts"] = progress.counts
     return run.summary
 
 

@@ -50,8 +50,17 @@ RELEASE_SCHEMA = pa.schema(
         ("annotation_model", pa.string()),
         ("attributes", KV),
         ("provenance", pa.string()),
+        ("difficulty_estimate", pa.string()),
     ]
 )
+# The published configs' level per subset (RealStudioFlat easy, AIGen-Studio medium, both
+# StreetLooks hard, as the paper says); every row of a subset carries its subset's level.
+SUBSET_DIFFICULTY = {
+    "real_studio_flat": "easy",
+    "aigen_studio": "medium",
+    "real_streetlook": "hard",
+    "aigen_streetlook": "hard",
+}
 TASKS = {
     "real_studio_flat": "studio_to_product",
     "aigen_studio": "aigen_studio_to_product",

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import httpx
+import pytest
 
 from lookbench_live.scrapers.optout import (
     meta_robots_optout,
@@ -82,3 +86,49 @@ def test_page_optout_combines_every_signal():
     # A page that never closes <head> is scanned within the bound, not forever.
     huge = "<html><head>" + "<meta name=x content=y>" * 100_000
     assert page_optout("https://s.example/c/x", html=huge) is None
+
+
+def _product_page(name: str, head: str = "") -> bytes:
+    ld = json.dumps(
+        {"@context": "https://schema.org", "@type": "Product", "name": name, "sku": name,
+         "image": f"/img/{name}.jpg", "offers": {"@type": "Offer", "price": "10", "priceCurrency": "EUR"}}
+    )  # fmt: skip
+    return f'<html><head>{head}<script type="application/ld+json">{ld}</script></head><body></body></html>'.encode()
+
+
+@pytest.mark.slow
+def test_the_crawler_takes_nothing_from_pages_that_opt_out(tmp_path: Path) -> None:
+    """13 §4: robots meta noai/noimageai and a TDMRep reservation (header or meta) are honoured by the
+    real crawl: the page is recorded with its reason and yields no product; other pages still do."""
+    from ingest_server import Route, serve
+
+    from lookbench_live.config import CrawlSettings, SiteSettings
+    from lookbench_live.scrapers.crawl import run_crawl
+    from lookbench_live.warehouse.lake import Lake
+
+    html = {"Content-Type": "text/html; charset=utf-8"}
+    routes = {
+        "/robots.txt": Route(status=404),
+        "/p/free": Route(body=_product_page("free"), headers=html),
+        "/p/noai": Route(
+            body=_product_page("noai", '<meta name="robots" content="noai, noimageai">'), headers=html
+        ),
+        "/p/tdm-header": Route(body=_product_page("tdmh"), headers={**html, "tdm-reservation": "1"}),
+        "/p/tdm-meta": Route(
+            body=_product_page("tdmm", '<meta name="tdm-reservation" content="1">'), headers=html
+        ),
+    }
+    with serve(routes) as server:
+        site = SiteSettings(
+            name="optout", platform="schema_org", base_url=server.base + "/", allow_private_addresses=True,
+            start_paths=["/p/free", "/p/noai", "/p/tdm-header", "/p/tdm-meta"], download_delay=0,
+        )  # fmt: skip
+        result = run_crawl(
+            site, CrawlSettings(autothrottle=False, retry_times=0), str(tmp_path), "o", timeout_s=120
+        )
+    lake = Lake(str(tmp_path))
+    reasons = {r["item"].rsplit("/", 1)[1]: r["reason"] for r in lake.read("rejections").to_pylist()}
+    assert reasons.get("noai") == "opt_out_noai", reasons
+    assert reasons.get("tdm-header") == "opt_out_tdm" and reasons.get("tdm-meta") == "opt_out_tdm", reasons
+    names = {p["title"] for p in lake.read("products").to_pylist()}
+    assert names == {"free"} and result.products_new == 1

@@ -42,7 +42,7 @@ from PIL import Image
 
 from lookbench_live.schema.hashing import HASH_METHOD, hash_bytes
 from lookbench_live.schema.records import Annotation, Generation, Product, product_key
-from lookbench_live.schema.release import NOISE, NOISE_CATEGORY, RELEASE_SCHEMA, TASKS
+from lookbench_live.schema.release import NOISE, NOISE_CATEGORY, RELEASE_SCHEMA, SUBSET_DIFFICULTY, TASKS
 from lookbench_live.warehouse.released import ReleasedIndex
 from lookbench_live.warehouse.views import LakeView, Window, choose_annotations
 
@@ -110,8 +110,10 @@ class Assembler:
         taxonomy: Any,
         released: ReleasedIndex | None = None,
         radius: int = 0,
+        takedown: Callable[[dict[str, Any]], str | None] | None = None,
     ):
         self.released = released
+        self.takedown = takedown  # row -> why its owner asked to remove it, or None
         self.radius = radius
         self.view = view
         self.load_image = load_image
@@ -165,13 +167,36 @@ class Assembler:
             visible = [v for v in ann.attributes.values() if v and v != "not_visible" and v != main]
             other = ", ".join(visible)
         return {
-            "category": ann.category,
+            "category": self._published_category(ann.category),
             "main_attribute": main,
             "other_attributes": other,
             "taxonomy_version": ann.taxonomy_version,
             "annotation_model": ann.model,
             "attributes": [{"key": k, "value": v} for k, v in sorted(ann.attributes.items())],
         }
+
+    def _published_category(self, category: str) -> str:
+        """The published benchmark's name (`sneakers` -> `shoe`); ours stays in `attributes`' source."""
+        publish = getattr(self.taxonomy, "published_category", None)
+        if publish is None:
+            return category
+        try:
+            return str(publish(category))
+        except (KeyError, ValueError):
+            return category
+
+    def _taken_down(self, rows: list[dict[str, Any]], subset: str) -> list[dict[str, Any]]:
+        """`rows` without those on the takedown list; each removal is recorded with its reason."""
+        if self.takedown is None:
+            return rows
+        kept = []
+        for row in rows:
+            reason = self.takedown(row)
+            if reason is None:
+                kept.append(row)
+            else:
+                self.out.dropped.append((row["item_ID"], "takedown", f"{subset}: {row['sha256']}: {reason}"))
+        return kept
 
     def _row(
         self,
@@ -199,7 +224,8 @@ class Assembler:
             "bbox": list(bbox) if bbox else None,
             "item_ID": item,
             "task": TASKS.get(subset, ""),
-            "difficulty": difficulty,
+            "difficulty": SUBSET_DIFFICULTY.get(subset, ""),
+            "difficulty_estimate": difficulty,
             "sha256": image_sha,
             "raw_sha256": raw_sha,
             "first_seen_at": first_seen_at,
@@ -259,6 +285,8 @@ class Assembler:
     def emit(
         self, subset: str, query_rows: list[dict[str, Any]], gallery: list[dict[str, Any]], item: str
     ) -> None:
+        query_rows = self._taken_down(query_rows, subset)
+        gallery = self._taken_down(gallery, subset)
         if not query_rows:
             return
         if not gallery:
@@ -266,7 +294,8 @@ class Assembler:
             return
         for row in gallery:
             row["task"] = TASKS[subset]
-            row["difficulty"] = _difficulty_gallery(len(gallery))
+            row["difficulty"] = SUBSET_DIFFICULTY[subset]
+            row["difficulty_estimate"] = _difficulty_gallery(len(gallery))
         self.out.rows[(subset, "query")].extend(query_rows)
         self.out.rows[(subset, "gallery")].extend(gallery)
 
@@ -481,7 +510,7 @@ class Assembler:
                 )
                 # The published noise gallery labels distractors "noise data": they never count as hits.
                 row.update(category=NOISE_CATEGORY, main_attribute="", other_attributes="", task=TASKS[NOISE])
-                self.out.rows[(NOISE, "gallery")].append(row)
+                self.out.rows[(NOISE, "gallery")].extend(self._taken_down([row], NOISE))
 
 
 def _generation_provenance(gen: Generation) -> dict[str, Any]:

@@ -80,7 +80,16 @@ COLUMNS: dict[str, tuple[str, str]] = {
     ),
     "item_ID": ("sc:Text", "Product identity: a query's gallery matches share its item_ID."),
     "task": ("sc:Text", "The retrieval task of the row's subset."),
-    "difficulty": ("sc:Text", "The subset's difficulty as published: easy, medium or hard."),
+    "difficulty": (
+        "sc:Text",
+        "The subset's level as the published configs give it: easy (real_studio_flat), medium "
+        "(aigen_studio), hard (real_streetlook, aigen_streetlook); empty for noise.",
+    ),
+    "difficulty_estimate": (
+        "sc:Text",
+        "Our finer per-row estimate (easy, medium, hard): for crops the crop's share of the photo, "
+        "otherwise the number of gallery images of the item.",
+    ),
     "sha256": ("sc:Text", "sha256 of the `image` bytes."),
     "raw_sha256": ("sc:Text", "sha256 of the `raw_image` bytes."),
     "first_seen_at": (

@@ -38,6 +38,7 @@ from lookbench_live.warehouse.released import (
     released_index,
     write_index,
 )
+from lookbench_live.warehouse.takedown import takedown_filter
 from lookbench_live.warehouse.views import LakeView, lake_view
 
 __all__ = [
@@ -255,6 +256,7 @@ def stage_release(
         taxonomy=taxonomy,
         released=released,
         radius=radius,
+        takedown=takedown_filter(lake),  # what owners asked to remove never enters a release
     ).build()
     tables: dict[str, pa.Table] = {
         rel: to_table(assembly.rows.get(tuple(rel[:-8].split("/")), []))  # type: ignore[arg-type]

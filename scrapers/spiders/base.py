@@ -25,6 +25,7 @@ from lookbench_live.scrapers.extract.model import Extraction, NormalizedProduct
 from lookbench_live.scrapers.items import CrawlItem, rejection
 from lookbench_live.scrapers.journal import CrawlJournal
 from lookbench_live.scrapers.middlewares import RefusedRequest
+from lookbench_live.scrapers.optout import page_optout
 
 Callback = Callable[..., Iterable[Any] | None]
 # The window start a request was discovered under (ISO or None), kept with it in the journal
@@ -160,6 +161,18 @@ class SiteSpider(scrapy.Spider):
     def _since_of(self, request: scrapy.Request) -> dt.datetime | None:
         stamp = request.meta.get(SINCE_META, self._since_text)
         return dt.datetime.fromisoformat(stamp) if stamp else None
+
+    def opted_out(self, response: Response) -> CrawlItem | None:
+        """A rejection when the page reserves its content from AI/TDM use (robots meta `noai` or
+        `noimageai`, a TDMRep `tdm-reservation` header or meta); the page then gives nothing."""
+        headers = [
+            (key.decode("latin-1"), value.decode("latin-1"))
+            for key, values in response.headers.items()
+            for value in values
+        ]
+        html = response.text if hasattr(response, "text") else ""
+        found = page_optout(response.url, headers=headers, html=html)
+        return None if found is None else rejection(response.url, found.reason, found.detail)
 
     def items_from(
         self, extraction: Extraction, url: str, *, looks: bool | None = None

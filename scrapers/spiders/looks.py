@@ -27,6 +27,9 @@ class LooksSpider(SiteSpider):
     def parse_page(self, response: Response, depth: int = 0) -> Iterator[Any]:
         if not hasattr(response, "text"):
             return
+        if (refused := self.opted_out(response)) is not None:
+            yield refused
+            return
         extraction = extract_looks(response.text, response.url)
         yield from self.items_from(extraction, response.url, looks=True)
         if depth >= MAX_DEPTH:

@@ -93,6 +93,9 @@ class PlaywrightSpider(SiteSpider):
         yield from self._extract(response)
 
     def _extract(self, response: Response) -> Iterator[Any]:
+        if (refused := self.opted_out(response)) is not None:
+            yield refused
+            return
         if len(response.body) > self.settings.getint("DOWNLOAD_MAXSIZE"):
             yield rejection(response.url, "max_size", f"rendered page of {len(response.body)} bytes")
             return

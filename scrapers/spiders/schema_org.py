@@ -88,6 +88,9 @@ class SchemaOrgSpider(SiteSpider):
     @journaled
     def parse_page(self, response: Response) -> Iterator[Any]:
         text = response.text if hasattr(response, "text") else decode_body(response.body)
+        if (refused := self.opted_out(response)) is not None:
+            yield refused
+            return
         # Looks are always read, so a look page is not "no product data"; items_from keeps them
         # only when the site's config asks for looks.
         extraction = extract_document(text, response.url, looks=True)
