@@ -169,7 +169,7 @@ def test_changes_since_the_previous_release_leaderboard_and_run_outcomes(report_
     assert f"model {V1} {V2} {v3} baseline:hsv-hog-v1" in board
     assert len(re.findall(r"\d+\.\d\d", board)) == 3  # one score per release
     outcomes = _section(text, "run")
-    assert "Audit gate: failed (accuracy 0.70 < 0.80)" in outcomes
+    assert "Release gate (content check and judge audit): failed (accuracy 0.70 < 0.80)" in outcomes
     assert "Sites that failed: <b>atelier</b>" in outcomes and "connection refused" in outcomes
     assert "the next run resumes them): bigstore" in outcomes and "max_pages 50 reached" in outcomes
     # Autoescaped: a site's name is text, never markup.
