@@ -24,6 +24,7 @@ import pytest
 
 from lookbench_live.flows.export import ExportError, export_release
 from lookbench_live.schema.records import DedupDecision, Rejection
+from lookbench_live.warehouse import release as release_mod
 from lookbench_live.warehouse.lake import Lake, LakeError
 from lookbench_live.warehouse.query import QueryError, run_query
 from lookbench_live.warehouse.release import (
@@ -232,8 +233,11 @@ def test_verify_on_s3_names_an_altered_file(s3_lake: Lake) -> None:
     assert any("aigen_studio/gallery.parquet was altered" in p for p in problems), problems
 
 
-def test_a_release_folder_without_manifest_is_not_a_release_on_s3(bucket: str) -> None:
-    """Object stores have no rename: data first, manifest last; readers trust only manifests."""
+def test_a_release_folder_without_manifest_is_not_a_release_on_s3(
+    bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Object stores have no rename: staging first, files at the version's path next, the
+    manifest last; readers trust only manifests."""
     s3_lake = Lake(f"s3://{bucket}/lake")
     lakefill.fill(s3_lake, products=4, looks=1)
     committed, version = "v20261101", "v20261102"
@@ -241,10 +245,22 @@ def test_a_release_folder_without_manifest_is_not_a_release_on_s3(bucket: str) -
     # New items for the next release (a release never repeats an earlier one's images).
     lakefill.fill(s3_lake, products=4, looks=1, seed=5, start=lakefill.T0.replace(day=2))
 
-    # Staged, never committed (the run died before the commit step): every data file, the card
-    # and the Croissant file are written; the manifest is not.
-    stage_release(s3_lake, version=version, taxonomy=PlainTaxonomy())
+    # Staged, never committed: every data file, the card and the Croissant file are in the
+    # staging prefix, nothing is at the version's path.
+    staged = stage_release(s3_lake, version=version, taxonomy=PlainTaxonomy())
     raw = _raw_fs()
+    assert "/.staging-" in staged.path and not raw.exists(f"{s3_lake.root}/releases/{version}")
+    assert set(FILES) <= {p.split(staged.path + "/", 1)[1] for p in raw.find(staged.path)}
+
+    # The publish dies after writing the files under the version's path, before the manifest.
+    def die(step: str) -> None:
+        if step == "before_manifest":
+            raise KeyboardInterrupt("killed before the manifest")
+
+    monkeypatch.setattr(release_mod, "_fault_point", die)
+    with pytest.raises(KeyboardInterrupt):
+        _build(s3_lake, version=version)
+    monkeypatch.undo()
     written = {p.split(f"/{version}/", 1)[1] for p in raw.find(f"{s3_lake.root}/releases/{version}")}
     assert set(FILES) <= written and MANIFEST not in written  # the debris a killed build leaves
     assert version not in committed_versions(s3_lake) and committed in committed_versions(s3_lake)
@@ -258,6 +274,7 @@ def test_a_release_folder_without_manifest_is_not_a_release_on_s3(bucket: str) -
     _build(s3_lake, version=version)
     assert verify_release(s3_lake, version) == []
     assert resolve_version(s3_lake, "latest") == version
+    assert not [p for p in raw.find(f"{s3_lake.root}/releases") if "/." in p], "no staging debris remains"
 
 
 # ---------------------------------------------------------------------- export
