@@ -133,8 +133,22 @@ def resolve_version(lake: Lake, version: str) -> str:
             raise ReleaseError(f"no release is published as latest in {lake.home}; build one first")
         version = json.loads(lake.fs.cat_file(pointer))["version"]
     if not lake.fs.exists(f"{release_dir(lake, version)}/{MANIFEST}"):
+        kept = [p for p in _listing(lake) if os.path.basename(p).startswith(f".previous-{version}-")]
+        if kept:
+            raise ReleaseError(
+                f"release {version} is unavailable in {lake.home} (no {MANIFEST}): a --replace of it is "
+                f"running or was killed; its previous release is kept at {kept[0]} and the next "
+                "`release build` (any writer's reconcile) puts it back"
+            )
         raise ReleaseError(f"release {version} does not exist in {lake.home} (no {MANIFEST})")
     return version
+
+
+def _listing(lake: Lake) -> list[str]:
+    try:
+        return [p.rstrip("/") for p in lake.fs.ls(releases_root(lake), detail=False)]
+    except FileNotFoundError:
+        return []
 
 
 def read_manifest(lake: Lake, version: str) -> dict[str, Any]:
