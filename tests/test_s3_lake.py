@@ -416,8 +416,14 @@ def test_a_file_corrupted_before_commit_leaves_the_version_uncommitted_on_s3(
         ReleaseError, match=r"failed verification before commit: aigen_studio/gallery\.parquet"
     ):
         _build(lake, version=version)
-    monkeypatch.undo()
     raw = _raw_fs()
+    old_manifest = raw.cat_file(f"{lake.root}/releases/{committed}/{MANIFEST}")
+    # A corrupted --replace never touches the live release: it stays readable and verifying.
+    with pytest.raises(ReleaseError, match="failed verification before commit"):
+        _build(lake, version=committed, replace=True)
+    monkeypatch.undo()
+    assert raw.cat_file(f"{lake.root}/releases/{committed}/{MANIFEST}") == old_manifest
+    assert verify_release(lake, committed) == []
     assert not raw.exists(f"{lake.root}/releases/{version}")  # nothing at the version's path
     assert committed_versions(lake) == [committed]
     assert resolve_version(lake, "latest") == committed

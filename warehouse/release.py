@@ -517,8 +517,9 @@ def _commit_object_store(lake: Lake, staged: StagedRelease, manifest_bytes: byte
         ):
             # Another writer is publishing other bytes under this version: it may win, we may not.
             raise ReleaseExists(lake, version)
-    for rel in set(_list_files(lake, target)) - set(staged.files) - {MANIFEST}:
-        lake.fs.rm_file(f"{target}/{rel}")  # a file only the old release had
+    if exists:
+        for rel in set(_list_files(lake, target)) - set(staged.files) - {MANIFEST}:
+            lake.fs.rm_file(f"{target}/{rel}")  # a file only the old release had
     _fault_point("before_manifest")
     if not _put_if_absent(lake, f"{target}/{MANIFEST}", manifest_bytes):
         # Committed meanwhile by another writer: its manifest stays; ours is never written.
