@@ -24,6 +24,7 @@ import pytest
 
 from lookbench_live.flows.export import ExportError, export_release
 from lookbench_live.schema.records import DedupDecision, Rejection
+from lookbench_live.warehouse import release as release_mod
 from lookbench_live.warehouse.lake import Lake, LakeError
 from lookbench_live.warehouse.query import QueryError, run_query
 from lookbench_live.warehouse.release import (
@@ -232,8 +233,11 @@ def test_verify_on_s3_names_an_altered_file(s3_lake: Lake) -> None:
     assert any("aigen_studio/gallery.parquet was altered" in p for p in problems), problems
 
 
-def test_a_release_folder_without_manifest_is_not_a_release_on_s3(bucket: str) -> None:
-    """Object stores have no rename: data first, manifest last; readers trust only manifests."""
+def test_a_release_folder_without_manifest_is_not_a_release_on_s3(
+    bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Object stores have no rename: staging first, files at the version's path next, the
+    manifest last; readers trust only manifests."""
     s3_lake = Lake(f"s3://{bucket}/lake")
     lakefill.fill(s3_lake, products=4, looks=1)
     committed, version = "v20261101", "v20261102"
@@ -241,10 +245,22 @@ def test_a_release_folder_without_manifest_is_not_a_release_on_s3(bucket: str) -
     # New items for the next release (a release never repeats an earlier one's images).
     lakefill.fill(s3_lake, products=4, looks=1, seed=5, start=lakefill.T0.replace(day=2))
 
-    # Staged, never committed (the run died before the commit step): every data file, the card
-    # and the Croissant file are written; the manifest is not.
-    stage_release(s3_lake, version=version, taxonomy=PlainTaxonomy())
+    # Staged, never committed: every data file, the card and the Croissant file are in the
+    # staging prefix, nothing is at the version's path.
+    staged = stage_release(s3_lake, version=version, taxonomy=PlainTaxonomy())
     raw = _raw_fs()
+    assert "/.staging-" in staged.path and not raw.exists(f"{s3_lake.root}/releases/{version}")
+    assert set(FILES) <= {p.split(staged.path + "/", 1)[1] for p in raw.find(staged.path)}
+
+    # The publish dies after writing the files under the version's path, before the manifest.
+    def die(step: str) -> None:
+        if step == "before_manifest":
+            raise KeyboardInterrupt("killed before the manifest")
+
+    monkeypatch.setattr(release_mod, "_fault_point", die)
+    with pytest.raises(KeyboardInterrupt):
+        _build(s3_lake, version=version)
+    monkeypatch.undo()
     written = {p.split(f"/{version}/", 1)[1] for p in raw.find(f"{s3_lake.root}/releases/{version}")}
     assert set(FILES) <= written and MANIFEST not in written  # the debris a killed build leaves
     assert version not in committed_versions(s3_lake) and committed in committed_versions(s3_lake)
@@ -258,6 +274,7 @@ def test_a_release_folder_without_manifest_is_not_a_release_on_s3(bucket: str) -
     _build(s3_lake, version=version)
     assert verify_release(s3_lake, version) == []
     assert resolve_version(s3_lake, "latest") == version
+    assert not [p for p in raw.find(f"{s3_lake.root}/releases") if "/." in p], "no staging debris remains"
 
 
 # ---------------------------------------------------------------------- export
@@ -368,3 +385,155 @@ def test_a_killed_holders_s3_lock_is_taken_over_after_its_lease(bucket: str) -> 
     assert [r["reason"] for r in rows] == ["lock_taken_over"]
     assert "refresh-flow" in rows[0]["detail"] and str(holder.pid) in rows[0]["detail"]
     assert not _raw_fs().exists(f"{bucket}/lease-lake/locks/writer.lock")  # released after use
+
+
+# ---------------------------------------------------------------------- commit protocol (12 §2)
+def _two_releases(bucket: str) -> tuple[Lake, str]:
+    """A lake whose `latest` is a committed release, with new items for a second one."""
+    lake = Lake(f"s3://{bucket}/lake")
+    lakefill.fill(lake, products=4, looks=1)
+    _build(lake, version="v20261101")
+    lakefill.fill(lake, products=4, looks=1, seed=5, start=lakefill.T0.replace(day=2))
+    return lake, "v20261101"
+
+
+def test_a_file_corrupted_before_commit_leaves_the_version_uncommitted_on_s3(
+    bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lake, committed = _two_releases(bucket)
+    version = "v20261102"
+    real_write = release_mod.atomic_write_bytes
+
+    def flipping(fs, path: str, data: bytes) -> None:  # the store altered a byte after we hashed it
+        if path.endswith("aigen_studio/gallery.parquet"):
+            data = bytearray(data)
+            data[len(data) // 2] ^= 0x01
+            data = bytes(data)
+        real_write(fs, path, data)
+
+    monkeypatch.setattr(release_mod, "atomic_write_bytes", flipping)
+    with pytest.raises(
+        ReleaseError, match=r"failed verification before commit: aigen_studio/gallery\.parquet"
+    ):
+        _build(lake, version=version)
+    raw = _raw_fs()
+    old_manifest = raw.cat_file(f"{lake.root}/releases/{committed}/{MANIFEST}")
+    # A corrupted --replace never touches the live release: it stays readable and verifying.
+    with pytest.raises(ReleaseError, match="failed verification before commit"):
+        _build(lake, version=committed, replace=True)
+    monkeypatch.undo()
+    assert raw.cat_file(f"{lake.root}/releases/{committed}/{MANIFEST}") == old_manifest
+    assert verify_release(lake, committed) == []
+    assert not raw.exists(f"{lake.root}/releases/{version}")  # nothing at the version's path
+    assert committed_versions(lake) == [committed]
+    assert resolve_version(lake, "latest") == committed
+    assert json.loads(raw.cat_file(f"{lake.root}/releases/LATEST")) == {"version": committed}
+    # The rerun is a build, not "already exists": the failed attempt committed nothing.
+    _build(lake, version=version)
+    assert verify_release(lake, version) == [] and resolve_version(lake, "latest") == version
+
+
+KILLED_REPLACE = textwrap.dedent(
+    """
+    import os, signal, sys
+    from lookbench_live.warehouse import release
+    from lookbench_live.warehouse.lake import Lake
+
+    class PlainTaxonomy:
+        version = "test"
+        def published_columns(self, category, attributes, main_attribute):
+            return main_attribute, ", ".join(v for k, v in sorted(attributes.items()) if v != main_attribute)
+
+    def die(step):
+        if step == "before_manifest":  # every new file is written; the manifest swap has not happened
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    release._fault_point = die
+    release.build_release(Lake(sys.argv[1]), version=sys.argv[2], taxonomy=PlainTaxonomy(), replace=True)
+    """
+)
+
+
+def test_a_kill_during_replace_leaves_the_old_release_on_s3(bucket: str, tmp_path: Path) -> None:
+    lake, version = _two_releases(bucket)
+    raw = _raw_fs()
+    base = f"{lake.root}/releases/{version}"
+    old_manifest = raw.cat_file(f"{base}/{MANIFEST}")
+    old_files = json.loads(old_manifest)["files"]
+    script = tmp_path / "replace.py"
+    script.write_text(KILLED_REPLACE)
+    proc = subprocess.run(
+        [sys.executable, str(script), lake.home, version], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    # Killed after overwriting: the version's files are the new build's, its manifest is gone,
+    # so no reader can load a mix of old and new files.
+    import hashlib
+
+    changed = [
+        rel
+        for rel, entry in old_files.items()
+        if raw.exists(f"{base}/{rel}")
+        and hashlib.sha256(raw.cat_file(f"{base}/{rel}")).hexdigest() != entry["sha256"]
+    ]
+    assert changed, "the kill came after the new files were written"
+    assert not raw.exists(f"{base}/{MANIFEST}")
+    with pytest.raises(ReleaseError, match=r"unavailable .* previous release is kept at .*\.previous-"):
+        resolve_version(lake, version)
+    # The next writer (any build, or reconcile alone) puts the old release back, whole.
+    from lookbench_live.warehouse.release import reconcile_releases
+
+    actions = reconcile_releases(Lake(lake.home))
+    assert f"restored {version}" in actions
+    assert raw.cat_file(f"{base}/{MANIFEST}") == old_manifest
+    assert verify_release(lake, version) == [] and resolve_version(lake, "latest") == version
+    assert not [p for p in raw.find(f"{lake.root}/releases") if "/." in p], "no staging or copy remains"
+    # And a replace that is not killed commits the new build, leaving no copy behind.
+    _build(lake, version=version, replace=True)
+    assert verify_release(lake, version) == [] and raw.cat_file(f"{base}/{MANIFEST}") != old_manifest
+    assert not [p for p in raw.find(f"{lake.root}/releases") if "/." in p]
+
+
+def test_two_concurrent_commits_of_one_version_exactly_one_wins_on_s3(
+    bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+    import threading
+
+    from lookbench_live.warehouse.release import ReleaseExists, commit_release
+
+    lake, _ = _two_releases(bucket)
+    version = "v20261102"
+    first = stage_release(lake, version=version, taxonomy=PlainTaxonomy())
+    # A second writer with its own staging prefix (the same bytes: builds are reproducible).
+    other = first.path.replace(f".staging-{version}-", f".staging-{version}-other")
+    raw = _raw_fs()
+    for path in raw.find(first.path):
+        raw.copy(path, path.replace(first.path, other))
+    second = dataclasses.replace(first, path=other, files=dict(first.files))
+    # Both have checked "not committed yet" and written every file before either puts its manifest.
+    barrier = threading.Barrier(2, timeout=120)
+    monkeypatch.setattr(
+        release_mod, "_fault_point", lambda step: barrier.wait() if step == "before_manifest" else None
+    )
+    outcomes: list[object] = []
+
+    def commit(staged) -> None:
+        try:
+            outcomes.append(commit_release(Lake(lake.home), staged))
+        except Exception as exc:  # the loser's error is the outcome under test
+            outcomes.append(exc)
+
+    threads = [threading.Thread(target=commit, args=(s,)) for s in (first, second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    winners = [o for o in outcomes if not isinstance(o, Exception)]
+    losers = [o for o in outcomes if isinstance(o, Exception)]
+    assert len(winners) == 1 and len(losers) == 1, outcomes
+    assert isinstance(losers[0], ReleaseExists) and losers[0].version == version
+    on_s3 = json.loads(raw.cat_file(f"{lake.root}/releases/{version}/{MANIFEST}"))
+    assert on_s3["created_at"] == winners[0].manifest["created_at"]  # the winner's manifest, not the loser's
+    assert verify_release(lake, version) == [] and resolve_version(lake, "latest") == version
+    assert not [p for p in raw.find(f"{lake.root}/releases") if "/." in p]

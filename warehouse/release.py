@@ -3,12 +3,19 @@
 A release is `releases/vYYYYMMDD/` under the lake root, and it exists only if its
 `manifest.json` exists: readers never trust a directory listing. Publishing follows
 the Delta/Iceberg rule:
-- local lakes: everything is written to `releases/.staging-<version>-<id>/`, verified,
-  then renamed into place in one step; `releases/LATEST` moves last;
-- object stores (no rename): data files first, `manifest.json` last as the commit point.
+- every build writes to `releases/.staging-<version>-<id>/`, writes the manifest there and
+  verifies it (checksums, row counts) before anything appears at the version's path;
+- local lakes: the verified folder is renamed into place in one step; `releases/LATEST` last;
+- object stores (no rename): the verified files are written under the version's path, then
+  `manifest.json` with a conditional PUT (If-None-Match: *), so of two committers exactly one
+  wins. `--replace` first copies the old release to `releases/.previous-<version>-<id>/` and
+  verifies the copy, then removes the old manifest (the version is unavailable, never a mix of
+  old and new files), overwrites the files and puts the new manifest; a kill in between is undone
+  by `reconcile_releases`, which restores the old release from its copy.
 
-A killed build leaves only a staging folder, which the next build deletes. Building into
-an existing version refuses unless `replace=True`.
+A killed build leaves only a staging folder (and on object stores uncommitted files or a
+`.previous-` copy), which the next build reconciles. Building into an existing version refuses
+unless `replace=True`.
 """
 
 from __future__ import annotations
@@ -126,8 +133,22 @@ def resolve_version(lake: Lake, version: str) -> str:
             raise ReleaseError(f"no release is published as latest in {lake.home}; build one first")
         version = json.loads(lake.fs.cat_file(pointer))["version"]
     if not lake.fs.exists(f"{release_dir(lake, version)}/{MANIFEST}"):
+        kept = [p for p in _listing(lake) if os.path.basename(p).startswith(f".previous-{version}-")]
+        if kept:
+            raise ReleaseError(
+                f"release {version} is unavailable in {lake.home} (no {MANIFEST}): a --replace of it is "
+                f"running or was killed; its previous release is kept at {kept[0]} and the next "
+                "`release build` (any writer's reconcile) puts it back"
+            )
         raise ReleaseError(f"release {version} does not exist in {lake.home} (no {MANIFEST})")
     return version
+
+
+def _listing(lake: Lake) -> list[str]:
+    try:
+        return [p.rstrip("/") for p in lake.fs.ls(releases_root(lake), detail=False)]
+    except FileNotFoundError:
+        return []
 
 
 def read_manifest(lake: Lake, version: str) -> dict[str, Any]:
@@ -159,17 +180,32 @@ def _sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _fault_point(step: str) -> None:
+    """A named step of an object-store commit; tests replace this to kill or fail a build there."""
+
+
 def reconcile_releases(lake: Lake) -> list[str]:
-    """Remove staging folders of killed builds; restore a release a killed `replace` had moved aside."""
+    """Undo what killed builds left: staging folders go, a release a killed `replace` had moved
+    aside (local) or copied aside (object store) comes back, and on object stores the files of a
+    version that never got its manifest are deleted. Safe only under the writer lock."""
     root = releases_root(lake)
     if not lake.fs.exists(root):
         return []
     actions = []
-    for path in lake.fs.ls(root, detail=False):
+    listed = sorted(lake.fs.ls(root, detail=False))
+    for path in listed:
         name = os.path.basename(path.rstrip("/"))
         if name.startswith(".staging-"):
             lake.fs.rm(path, recursive=True)
             actions.append(f"removed {name}")
+        elif name.startswith(".previous-"):
+            version = name.split("-")[1]
+            if lake.fs.exists(f"{release_dir(lake, version)}/{MANIFEST}"):
+                lake.fs.rm(path, recursive=True)  # the replace committed; the copy is no longer needed
+                actions.append(f"removed {name}")
+            else:
+                _restore_object_store(lake, path, release_dir(lake, version))
+                actions.append(f"restored {version}")
         elif name.startswith(".trash-"):
             version = name.split("-")[1]
             target = release_dir(lake, version)
@@ -181,7 +217,40 @@ def reconcile_releases(lake: Lake) -> list[str]:
             else:
                 lake.fs.rm(path, recursive=True)
                 actions.append(f"removed {name}")
+    if not lake.local:
+        for path in listed:
+            name = os.path.basename(path.rstrip("/"))
+            if name.startswith("v") and not lake.fs.exists(f"{path.rstrip('/')}/{MANIFEST}"):
+                # Files of a publish killed before its manifest: never a release, in the way of the rerun.
+                lake.fs.rm(path, recursive=True)
+                actions.append(f"removed uncommitted {name}")
     return actions
+
+
+def _restore_object_store(lake: Lake, backup: str, target: str) -> None:
+    """Put back a release a killed object-store `replace` had copied aside; its manifest goes last."""
+    kept = _list_files(lake, backup)
+    for rel in kept:
+        if rel != MANIFEST:
+            lake.fs.copy(f"{backup}/{rel}", f"{target}/{rel}")
+    for rel in set(_list_files(lake, target)) - set(kept):
+        lake.fs.rm_file(f"{target}/{rel}")  # files only the killed build wrote
+    if MANIFEST in kept:
+        _put_if_absent(lake, f"{target}/{MANIFEST}", lake.fs.cat_file(f"{backup}/{MANIFEST}"))
+    lake.fs.rm(backup, recursive=True)
+
+
+def _put_if_absent(lake: Lake, path: str, data: bytes) -> bool:
+    """One conditional PUT (If-None-Match: *, as the lake's writer lock uses); False if the key exists."""
+    from lookbench_live.warehouse.lake import _precondition_failed
+
+    try:
+        lake.fs.pipe_file(path, data, mode="create")
+    except (FileExistsError, OSError) as exc:
+        if _precondition_failed(exc):
+            return False
+        raise
+    return True
 
 
 @dataclass(slots=True)
@@ -193,7 +262,7 @@ class StagedRelease:
     """
 
     version: str
-    path: str  # staging folder on lake.fs (the target itself on object stores)
+    path: str  # staging folder on lake.fs
     target: str
     replace: bool
     info: dict[str, Any]  # the manifest's description of the data (window, rows, models)
@@ -274,9 +343,8 @@ def stage_release(
         for item, reason, detail in assembly.dropped
     )
 
-    staging = lake.path("releases", f".staging-{version}-{uuid.uuid4().hex[:12]}") if lake.local else target
-    if not lake.local and lake.fs.exists(target):
-        lake.fs.rm(target, recursive=True)
+    # Object stores too: nothing appears at the version's path before it has verified.
+    staging = lake.path("releases", f".staging-{version}-{uuid.uuid4().hex[:12]}")
     staged = StagedRelease(
         version=version,
         path=staging,
@@ -351,14 +419,15 @@ def commit_release(
         "files": dict(sorted(staged.files.items())),
         **extra,
     }
-    atomic_write_bytes(
-        lake.fs, f"{staged.path}/{MANIFEST}", json.dumps(manifest, indent=2, sort_keys=True).encode()
-    )
+    manifest_bytes = json.dumps(manifest, indent=2, sort_keys=True).encode()
+    atomic_write_bytes(lake.fs, f"{staged.path}/{MANIFEST}", manifest_bytes)
     problems = verify_path(lake, staged.path)
     if problems:
         raise ReleaseError(f"release {version} failed verification before commit: {problems[0]}")
     if lake.local:
         _commit_local(lake, staged.path, target, version, exists)
+    else:
+        _commit_object_store(lake, staged, manifest_bytes, exists)
     # The released-image index is a cache: a kill here leaves it missing, and readers rebuild it.
     write_index(lake, version, target, staged.hashes)
     if publish_latest:
@@ -412,6 +481,59 @@ def _commit_local(lake: Lake, staging: str, target: str, version: str, exists: b
         os.close(fd)
     if trash:
         shutil.rmtree(trash, ignore_errors=True)
+
+
+def _commit_object_store(lake: Lake, staged: StagedRelease, manifest_bytes: bytes, exists: bool) -> None:
+    """Publish a verified staging folder without rename; `manifest.json` last, put-if-absent.
+
+    S3 has no rename and no multi-object transaction, and the published names are fixed
+    (`vYYYYMMDD/<subset>/<split>.parquet`), so a replace cannot be atomic: the old release is
+    copied aside and verified first, its manifest removed (readers then find no release rather
+    than a mix), and only then are its files overwritten. A kill leaves either the old release
+    (restored by `reconcile_releases` from the copy) or the new one.
+    """
+    version, target, staging = staged.version, staged.target, staged.path
+    backup = None
+    if exists:
+        backup = lake.path("releases", f".previous-{version}-{uuid.uuid4().hex[:12]}")
+        old = _list_files(lake, target)
+        for rel in old:
+            lake.fs.copy(f"{target}/{rel}", f"{backup}/{rel}")
+        problems = verify_path(lake, backup)
+        if problems:
+            lake.fs.rm(backup, recursive=True)
+            raise ReleaseError(
+                f"release {version}: could not keep a sound copy of the old release: {problems[0]}"
+            )
+        _fault_point("replace_copied_old")
+        lake.fs.rm_file(f"{target}/{MANIFEST}")  # from here the version is uncommitted, never mixed
+    for rel, entry in staged.files.items():
+        data = lake.fs.cat_file(f"{staging}/{rel}")
+        path = f"{target}/{rel}"
+        if exists:
+            atomic_write_bytes(lake.fs, path, data)
+        elif (
+            not _put_if_absent(lake, path, data) and _sha256_bytes(lake.fs.cat_file(path)) != entry["sha256"]
+        ):
+            # Another writer is publishing other bytes under this version: it may win, we may not.
+            raise ReleaseExists(lake, version)
+    if exists:
+        for rel in set(_list_files(lake, target)) - set(staged.files) - {MANIFEST}:
+            lake.fs.rm_file(f"{target}/{rel}")  # a file only the old release had
+    _fault_point("before_manifest")
+    if not _put_if_absent(lake, f"{target}/{MANIFEST}", manifest_bytes):
+        # Committed meanwhile by another writer: its manifest stays; ours is never written.
+        lake.fs.rm(staging, recursive=True)
+        raise ReleaseExists(lake, version)
+    problems = verify_path(lake, target)
+    if problems:
+        raise ReleaseError(
+            f"release {version} was committed but does not verify (another writer published at the "
+            f"same time?): {problems[0]}; run `release build --replace`"
+        )
+    if backup is not None:
+        lake.fs.rm(backup, recursive=True)
+    lake.fs.rm(staging, recursive=True)
 
 
 # ---------------------------------------------------------------------- verification
