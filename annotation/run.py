@@ -757,10 +757,26 @@ class VLMRun:
 # ----------------------------------------------------------------- the entry point
 
 
+def in_shard(sha256: str, index: int, count: int) -> bool:
+    """Whether an image belongs to shard `index` of `count`: by its hash, so every worker agrees
+    without coordination and shards are even."""
+    if not 0 <= index < count:
+        raise ValueError(f"shard {index} of {count} does not exist")
+    return int(sha256[:12], 16) % count == index
+
+
 def run_annotation(
-    lake: Lake, settings: AnnotationSettings, taxonomy: Taxonomy, run_id: str
+    lake: Lake,
+    settings: AnnotationSettings,
+    taxonomy: Taxonomy,
+    run_id: str,
+    shard: tuple[int, int] | None = None,
 ) -> AnnotationResult:
     """Annotate every kept image not annotated yet under the current versions; see the module doc.
+
+    `shard=(i, n)` annotates only the images whose sha256 falls in shard i of n (`in_shard`):
+    n such runs, in any order or at once on separate workers, do exactly the work of one. An
+    image and its look crops stay in one shard (grounding rows are read per image).
 
     Raises AnnotationError only when the VLM endpoint is unreachable, serves another model,
     or refuses the key; rows finished before that are stored.
@@ -774,7 +790,7 @@ def run_annotation(
         taxonomy_version=taxonomy.version,
         prompt_version=prompt_version(settings.max_pixels) if vlm else PRIOR_VERSION,
     )
-    units = list(plan_units(lake, taxonomy))
+    units = [u for u in plan_units(lake, taxonomy) if shard is None or in_shard(u.sha256, *shard)]
     result.images = len(units)
     stored = set(lake.keys("annotations"))
     sink = Sink(lake, result, settings.flush_rows, settings.flush_seconds)

@@ -150,6 +150,10 @@ class AnnotationSettings(Section):
     base_urls: list[str] = Field(default_factory=list)
     endpoint_cooloff: float = Field(default=30.0, gt=0)  # seconds a drained endpoint gets no requests
     endpoint_drain_after: int = Field(default=3, ge=1)  # 5xx/timeouts in a row that drain an endpoint
+    # VLM annotation as this many tasks on the flow's task runner (Dask workers), images split by
+    # hash; each shard has its own endpoint pool and 1/shards of the request and spend caps.
+    # 1: annotation runs in the flow process.
+    shards: int = Field(default=1, ge=1, le=256)
     model: str = "Qwen/Qwen2.5-VL-72B-Instruct"
     api_key_env: str = "VLLM_API_KEY"
     max_pixels: int = Field(default=1024 * 28 * 28, gt=0)

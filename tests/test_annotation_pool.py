@@ -126,3 +126,23 @@ def test_base_url_and_base_urls_make_one_pool():
         AnnotationSettings(base_urls=["http://h2/v1", "http://h2/v1"])
     with pytest.raises(ValueError, match="not an http"):
         AnnotationSettings(base_urls=["h2:8000"])
+
+
+def test_shards_split_the_work_exactly(fx, tmp_path):
+    """n shard runs (as the refresh submits them to Dask workers) annotate what one run does, each
+    image once, whatever order they run in."""
+    from lookbench_live.annotation.run import in_shard
+
+    with LoopbackServer(model="m") as a, LoopbackServer(model="m") as b:
+        results = [
+            run_annotation(fx.lake, settings(a.base_url, b.base_url), TAXONOMY, "r1", shard=(i, 3))
+            for i in (2, 0, 1)
+        ]
+        whole = build_lake(tmp_path / "whole", extra_products=24)
+        one = run_annotation(whole.lake, settings(a.base_url), TAXONOMY, "r1")
+    assert all(r.complete for r in results) and sum(r.images for r in results) == one.images
+    assert all(r.images > 0 for r in results)  # the hash split is even enough to give each some
+    done = work_done(fx.lake)
+    assert set(done.values()) == {1} and set(done) == set(work_done(whole.lake))
+    with pytest.raises(ValueError, match="does not exist"):
+        in_shard("ab" * 32, 3, 3)
