@@ -38,9 +38,11 @@ TABLE_KEYS_CHECKED = (
 pytestmark = pytest.mark.slow
 
 
-def refresh(cli: str, home: Path, *extra: str, env: dict[str, str] | None = None, timeout: int = 900):
+def refresh(
+    cli: str, home: Path, *extra: str, env: dict[str, str] | None = None, timeout: int = 900, port: int = PORT
+):
     return subprocess.run(
-        [cli, "refresh", "--home", str(home), "--as-of", AS_OF, "--port", str(PORT), *extra],
+        [cli, "refresh", "--home", str(home), "--as-of", AS_OF, "--port", str(port), *extra],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -285,13 +287,18 @@ def test_a_dask_refresh_over_two_vlm_endpoints_one_killed_builds_the_same_releas
     def vlm_config(path: Path, urls: list[str], dask: bool) -> Path:
         runner = '[flows]\ntask_runner = "dask"\ndask_workers = 2\n' if dask else ""
         listed = ", ".join(f'"{u}"' for u in urls)
-        path.write_text(f'{runner}[annotation]\nbase_urls = [{listed}]\nmodel = "loopback-vlm"\n')
+        shards = "shards = 2\n" if dask else ""  # annotation as 2 tasks on the Dask workers
+        path.write_text(f'{runner}[annotation]\nbase_urls = [{listed}]\nmodel = "loopback-vlm"\n{shards}')
         return path
 
     with LoopbackServer(model="loopback-vlm") as one:
         home_thread = tmp_path / "thread" / "lake"
         run = refresh(
-            cli, home_thread, "--config", str(vlm_config(tmp_path / "one.toml", [one.base_url], False))
+            cli,
+            home_thread,
+            "--config",
+            str(vlm_config(tmp_path / "one.toml", [one.base_url], False)),
+            port=PORT + 13,  # both runs: release rows hold the sample store's URLs
         )
         assert run.returncode == 0, run.stderr[-4000:]
         assert one.total > 0
@@ -311,13 +318,14 @@ def test_a_dask_refresh_over_two_vlm_endpoints_one_killed_builds_the_same_releas
     try:
         home_dask = tmp_path / "dask" / "lake"
         config = vlm_config(tmp_path / "two.toml", [a.base_url, b.base_url], True)
-        run = refresh(cli, home_dask, "--config", str(config), timeout=1500)
+        run = refresh(cli, home_dask, "--config", str(config), timeout=1500, port=PORT + 13)
     finally:
         stop.set()
         killer.join()
         a.stop()
     assert run.returncode == 0, run.stderr[-4000:]
     assert b.total >= 5 and a.total > served_by_a_at_kill[0], "b was not stopped mid-run"
+    assert "annotate-shard" in run.stdout + run.stderr  # annotation ran as tasks on the workers
     assert read_manifest(Lake(home_dask), VERSION)["annotation_mode"] == "vlm"
     assert parquet_checksums(home_dask) == parquet_checksums(home_thread)
     annotated = (
