@@ -4,7 +4,8 @@
 so the annotator does not know how many servers answer it. What a caller may rely on:
 
 - Each request goes to the live endpoint with the fewest requests in flight (queued or
-  running there), so a slow or smaller server gets less work.
+  running there), so a slow or smaller server gets less work; a retry goes to another live
+  endpoint than the one that just failed it, when there is one.
 - An endpoint that refuses connections, or answers `drain_after` 5xx/timeouts in a row, is
   marked down for `cooloff` seconds. The request that hit it is sent again at once to another
   live endpoint, without using one of the item's retries: an item's answer is whichever
@@ -129,11 +130,14 @@ class EndpointPool:
                 f"all {len(self.members)} annotation endpoints are down: " + "; ".join(failures)
             )
 
-    def _pick(self) -> tuple[_Member, bool]:
-        """The live member with the fewest requests in flight (first listed on ties); with none
-        live, the one that went down first, to probe (second value True)."""
+    def _pick(self, avoid: _Member | None = None) -> tuple[_Member, bool]:
+        """The live member with the fewest requests in flight (first listed on ties), other than
+        `avoid` (the one that just failed this request) when another is live; with none live, the
+        one that went down first, to probe (second value True)."""
         now = time.monotonic()
         live = [m for m in self.members if m.up(now)]
+        if len(live) > 1 and avoid in live:
+            live.remove(avoid)
         if live:
             return min(live, key=lambda m: m.endpoint.in_flight), False
         return min(self.members, key=lambda m: m.down_until), True
@@ -141,8 +145,10 @@ class EndpointPool:
     def _failed(self, member: _Member, exc: AttemptFailed) -> bool:
         """Record a failure; True when it drains the endpoint (marks it down)."""
         member.why = f"{member.endpoint.base_url} ({exc.reason}: {exc.detail})"
-        member.errors_in_a_row += 1
-        server_side = exc.reason in ("llm_timeout",) or exc.reason.startswith("llm_http_5")
+        # A 429 is the server pacing us, not failing: it is retried with its Retry-After, never drained.
+        server_side = exc.reason == "llm_timeout" or exc.reason.startswith("llm_http_5")
+        if server_side:
+            member.errors_in_a_row += 1
         if exc.reason == "llm_connection" or (server_side and member.errors_in_a_row >= self.drain_after):
             if member.up(time.monotonic()):
                 log.warning("annotation endpoint drained for %g s: %s", self.cooloff, member.why)
@@ -170,8 +176,9 @@ class EndpointPool:
         # Failovers do not use retries, but each one drains an endpoint for `cooloff` seconds, so
         # this bound is reached only if endpoints flap faster than that; it keeps the loop finite.
         max_attempts = self.max_retries + 1 + 2 * len(self.members)
+        member: _Member | None = None
         while True:
-            member, probing = self._pick()
+            member, probing = self._pick(avoid=member)
             self._budget._reserve()
             attempts += 1
             try:

@@ -146,3 +146,43 @@ def test_shards_split_the_work_exactly(fx, tmp_path):
     assert set(done.values()) == {1} and set(done) == set(work_done(whole.lake))
     with pytest.raises(ValueError, match="does not exist"):
         in_shard("ab" * 32, 3, 3)
+
+
+def test_repeated_5xx_drain_an_endpoint_and_retries_go_elsewhere():
+    """An endpoint answering 503 gets each failed request retried on the other; after
+    `drain_after` 5xx in a row it gets nothing more during its cool-off."""
+    ids = [f"{i:064x}" for i in range(5)]
+    slept: list[float] = []
+
+    async def record(delay: float) -> None:
+        slept.append(delay)
+
+    async def go(a: LoopbackServer, b: LoopbackServer) -> list[int]:
+        members = [
+            ChatEndpoint(
+                base_url=s.base_url, model="m", api_key=None, timeout=2, max_retries=2, concurrency=1
+            )
+            for s in (b, a)  # b first: it wins the ties while both are idle
+        ]
+        pool = EndpointPool(members, cooloff=60, drain_after=3)
+        pool.sleep = record
+        schema = {"type": "object", "properties": {"a": {"type": "string", "enum": ["x"]}}}
+        attempts = []
+        for sha in ids:
+            reply = await pool.complete(
+                [], schema_name="t", schema=schema, max_tokens=16, request_id=f"{sha}||t"
+            )
+            assert '"a":"x"' in reply.text
+            attempts.append(reply.attempts)
+        await pool.close()
+        assert pool.usage.requests == sum(attempts)
+        return attempts
+
+    with LoopbackServer(model="m") as a, LoopbackServer(model="m") as b:
+        for sha in ids:
+            b.inject(sha, "503", sticky=True)
+        attempts = asyncio.run(go(a, b))
+        assert attempts == [2, 2, 2, 1, 1]  # b fails three in a row, then is drained
+        assert [b.requests_for(s) for s in ids] == [1, 1, 1, 0, 0]
+        assert [a.requests_for(s) for s in ids] == [1, 1, 1, 1, 1]
+    assert len(slept) == 2  # the third failure drained b: its retry went to a at once

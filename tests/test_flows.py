@@ -288,7 +288,12 @@ def test_a_dask_refresh_over_two_vlm_endpoints_one_killed_builds_the_same_releas
         runner = '[flows]\ntask_runner = "dask"\ndask_workers = 2\n' if dask else ""
         listed = ", ".join(f'"{u}"' for u in urls)
         shards = "shards = 2\n" if dask else ""  # annotation as 2 tasks on the Dask workers
-        path.write_text(f'{runner}[annotation]\nbase_urls = [{listed}]\nmodel = "loopback-vlm"\n{shards}')
+        # The loopback VLM answers no street-look truth, so the street subsets come out empty: the
+        # release is committed held (content check X8), with its files and manifest all the same.
+        hold = '[release]\non_shortfall = "hold"\n'
+        path.write_text(
+            f'{runner}{hold}[annotation]\nbase_urls = [{listed}]\nmodel = "loopback-vlm"\n{shards}'
+        )
         return path
 
     with LoopbackServer(model="loopback-vlm") as one:
