@@ -280,6 +280,7 @@ def test_a_dask_refresh_over_two_vlm_endpoints_one_killed_builds_the_same_releas
     """Issue 14 §4: a refresh on a local Dask cluster of 2 workers, annotating over 2 vLLM-like
     endpoints of which one is stopped mid-run, publishes the same release bytes as the thread
     runner over one endpoint. (Annotation runs in the flow process, over the endpoint pool.)"""
+    import sqlite3
     import threading
 
     from lookbench_live.testing.loopback_server import LoopbackServer
@@ -323,14 +324,27 @@ def test_a_dask_refresh_over_two_vlm_endpoints_one_killed_builds_the_same_releas
     try:
         home_dask = tmp_path / "dask" / "lake"
         config = vlm_config(tmp_path / "two.toml", [a.base_url, b.base_url], True)
-        run = refresh(cli, home_dask, "--config", str(config), timeout=1500, port=PORT + 13)
+        prefect_home = tmp_path / "prefect"  # its own Prefect database, to read the task runs from
+        run = refresh(
+            cli,
+            home_dask,
+            "--config",
+            str(config),
+            timeout=1500,
+            port=PORT + 13,
+            env={"PREFECT_HOME": str(prefect_home)},
+        )
     finally:
         stop.set()
         killer.join()
         a.stop()
     assert run.returncode == 0, run.stderr[-4000:]
     assert b.total >= 5 and a.total > served_by_a_at_kill[0], "b was not stopped mid-run"
-    assert "annotate-shard" in run.stdout + run.stderr  # annotation ran as tasks on the workers
+    with sqlite3.connect(prefect_home / "prefect.db") as db:  # annotation ran as tasks on the workers
+        shard_runs = db.execute(
+            "SELECT state_type FROM task_run WHERE name LIKE 'annotate-shard-%'"
+        ).fetchall()
+    assert [state for (state,) in shard_runs] == ["COMPLETED"] * 4  # 2 passes × 2 shards
     assert read_manifest(Lake(home_dask), VERSION)["annotation_mode"] == "vlm"
     assert parquet_checksums(home_dask) == parquet_checksums(home_thread)
     annotated = (
