@@ -24,6 +24,7 @@ from typing import Any
 from lookbench_live.annotation import prompts
 from lookbench_live.annotation.endpoint import ChatEndpoint, Reply, RequestFailed
 from lookbench_live.annotation.images import PreparedImage
+from lookbench_live.annotation.pool import EndpointPool
 from lookbench_live.annotation.prior import Prior, agreement
 from lookbench_live.schema.records import Annotation, bbox_text, dumps
 from lookbench_live.schema.taxonomy import Taxonomy
@@ -80,7 +81,7 @@ class VLMAnnotator:
 
     def __init__(
         self,
-        endpoint: ChatEndpoint,
+        endpoint: ChatEndpoint | EndpointPool,
         taxonomy: Taxonomy,
         *,
         prompt_version: str,

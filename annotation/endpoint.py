@@ -50,6 +50,19 @@ class RequestFailed(Exception):
         self.latency_ms = latency_ms
 
 
+class AttemptFailed(Exception):
+    """One HTTP attempt that produced no answer; `terminal` ones (400, 404, 422, …) are not retried."""
+
+    def __init__(
+        self, reason: str, detail: str, *, retry_after: float | None = None, terminal: bool = False
+    ) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+        self.retry_after = retry_after
+        self.terminal = terminal
+
+
 class BudgetExhausted(Exception):
     """The run's request or spend cap is reached; nothing more is sent."""
 
@@ -113,6 +126,8 @@ class ChatEndpoint:
         self.sleep = asyncio.sleep  # replaceable in tests, to observe backoff without waiting
         self._concurrency = concurrency
         self._semaphore: asyncio.Semaphore | None = None
+        self.in_flight = 0
+        self.base_url = base_url or ""
         # Our own retry loop replaces the client's (max_retries=0): it must honour the
         # run's caps, count every attempt, and never retry a 400.
         self._client = openai.AsyncOpenAI(
@@ -172,13 +187,64 @@ class ChatEndpoint:
     ) -> Reply:
         """One schema-constrained answer (temperature 0 where the model accepts it), or RequestFailed /
         BudgetExhausted / EndpointRefused."""
+        started = time.perf_counter()
+        failure: AttemptFailed | None = None
+        for attempt in range(self.max_retries + 1):
+            self._reserve()
+            try:
+                reply = await self.attempt(
+                    messages,
+                    schema_name=schema_name,
+                    schema=schema,
+                    max_tokens=max_tokens,
+                    request_id=request_id,
+                )
+            except AttemptFailed as exc:
+                failure = exc
+                if exc.terminal:
+                    raise RequestFailed(
+                        exc.reason, exc.detail, transient=False, attempts=attempt + 1, latency_ms=_ms(started)
+                    ) from None
+            else:
+                self._count(reply.prompt_tokens, reply.completion_tokens)
+                reply.attempts, reply.latency_ms = attempt + 1, _ms(started)
+                return reply
+            if attempt < self.max_retries:
+                delay = self._backoff(attempt, failure.retry_after)
+                log.debug(
+                    "retrying %s after %s in %.2f s (attempt %d)",
+                    request_id,
+                    failure.reason,
+                    delay,
+                    attempt + 1,
+                )
+                await self.sleep(delay)
+        assert failure is not None
+        raise RequestFailed(
+            failure.reason,
+            failure.detail,
+            transient=True,
+            attempts=self.max_retries + 1,
+            latency_ms=_ms(started),
+        )
+
+    async def attempt(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        schema_name: str,
+        schema: dict[str, Any],
+        max_tokens: int,
+        request_id: str,
+    ) -> Reply:
+        """One HTTP attempt, no retry, no budget: a Reply, AttemptFailed, or EndpointRefused.
+
+        `in_flight` counts the requests waiting for or holding a slot here (the pool's load)."""
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(self._concurrency)
         started = time.perf_counter()
-        reason, detail = "llm_error", ""
-        for attempt in range(self.max_retries + 1):
-            self._reserve()
-            retry_after: float | None = None
+        self.in_flight += 1
+        try:
             async with self._semaphore:
                 try:
                     async with asyncio.timeout(self.timeout + 1.0):
@@ -193,9 +259,9 @@ class ChatEndpoint:
                             extra_headers={"X-Request-Id": request_id},
                         )
                 except (openai.APITimeoutError, TimeoutError):
-                    reason, detail = "llm_timeout", f"no answer within {self.timeout:g} s"
+                    raise AttemptFailed("llm_timeout", f"no answer within {self.timeout:g} s") from None
                 except openai.APIConnectionError as exc:
-                    reason, detail = "llm_connection", type(exc.__cause__ or exc).__name__
+                    raise AttemptFailed("llm_connection", type(exc.__cause__ or exc).__name__) from None
                 except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
                     raise EndpointRefused(
                         f"{self._client.base_url} refused the credentials (HTTP {exc.status_code}); "
@@ -203,39 +269,26 @@ class ChatEndpoint:
                     ) from None
                 except openai.APIStatusError as exc:
                     code = exc.status_code
-                    reason, detail = f"llm_http_{code}", _error_text(exc)
-                    if code == 429:
-                        retry_after = _retry_after(exc.response.headers.get("retry-after"))
-                    elif not (code >= 500 or code in (408, 409)):
-                        raise RequestFailed(
-                            reason,
-                            detail,
-                            transient=False,
-                            attempts=attempt + 1,
-                            latency_ms=_ms(started),
-                        ) from None
-                else:
-                    usage = response.usage
-                    prompt_tokens = usage.prompt_tokens if usage else 0
-                    completion_tokens = usage.completion_tokens if usage else 0
-                    self._count(prompt_tokens, completion_tokens)
-                    choice = response.choices[0] if response.choices else None
-                    return Reply(
-                        text=(choice.message.content or "") if choice else "",
-                        finish_reason=choice.finish_reason if choice else None,
-                        prompt_tokens=prompt_tokens,
-                        completion_tokens=completion_tokens,
-                        latency_ms=_ms(started),
-                        attempts=attempt + 1,
+                    retry_after = (
+                        _retry_after(exc.response.headers.get("retry-after")) if code == 429 else None
                     )
-            if attempt < self.max_retries:
-                delay = self._backoff(attempt, retry_after)
-                log.debug(
-                    "retrying %s after %s in %.2f s (attempt %d)", request_id, reason, delay, attempt + 1
-                )
-                await self.sleep(delay)
-        raise RequestFailed(
-            reason, detail, transient=True, attempts=self.max_retries + 1, latency_ms=_ms(started)
+                    raise AttemptFailed(
+                        f"llm_http_{code}",
+                        _error_text(exc),
+                        retry_after=retry_after,
+                        terminal=not (code >= 500 or code in (408, 409, 429)),
+                    ) from None
+        finally:
+            self.in_flight -= 1
+        usage = response.usage
+        choice = response.choices[0] if response.choices else None
+        return Reply(
+            text=(choice.message.content or "") if choice else "",
+            finish_reason=choice.finish_reason if choice else None,
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+            latency_ms=_ms(started),
+            attempts=1,
         )
 
 

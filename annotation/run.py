@@ -13,7 +13,7 @@ Per owner kind:
   the requested category; street queries get grounding, then attributes per crop, linked
   to the generation's item_ids by requested category.
 
-With no VLM (`settings.base_url is None`) the metadata prior is the annotation
+With no VLM (neither `base_url` nor `base_urls` set) the metadata prior is the annotation
 (`source="metadata_prior"`, `model="metadata-prior"`); see docs/annotation.md for what
 that means for looks and street scenes.
 
@@ -51,6 +51,7 @@ from lookbench_live.annotation.endpoint import (
     EndpointUnavailable,
     RequestFailed,
 )
+from lookbench_live.annotation.pool import EndpointPool
 from lookbench_live.annotation.prior import (
     PRIOR_MODEL,
     PRIOR_VERSION,
@@ -499,20 +500,29 @@ class VLMRun:
         self.result = result
         self.sink = sink
         self.stored = stored
-        self.endpoint = ChatEndpoint(
-            base_url=settings.base_url,
-            model=settings.model,
-            api_key=secret(settings.api_key_env),
-            timeout=settings.timeout,
-            max_retries=settings.max_retries,
-            concurrency=settings.concurrency,
+        api_key = secret(settings.api_key_env)
+        # `concurrency` is per endpoint: each server gets as many requests at once as one did.
+        self.endpoint = EndpointPool(
+            [
+                ChatEndpoint(
+                    base_url=url,
+                    model=settings.model,
+                    api_key=api_key,
+                    timeout=settings.timeout,
+                    max_retries=settings.max_retries,
+                    concurrency=settings.concurrency,
+                    retry_base_delay=settings.retry_base_delay,
+                    retry_max_delay=settings.retry_max_delay,
+                    max_retry_after=settings.max_retry_after,
+                )
+                for url in settings.endpoints
+            ],
             max_requests=settings.max_requests_per_run,
             max_cost_usd=settings.max_cost_usd,
             prompt_price_per_mtok=settings.prompt_price_per_mtok,
             completion_price_per_mtok=settings.completion_price_per_mtok,
-            retry_base_delay=settings.retry_base_delay,
-            retry_max_delay=settings.retry_max_delay,
-            max_retry_after=settings.max_retry_after,
+            cooloff=settings.endpoint_cooloff,
+            drain_after=settings.endpoint_drain_after,
         )
         self.annotator = VLMAnnotator(
             self.endpoint, taxonomy, prompt_version=result.prompt_version, max_tokens=settings.max_tokens
@@ -571,7 +581,7 @@ class VLMRun:
         pending = iter(units)
         workers = [
             asyncio.create_task(self._worker(pending))
-            for _ in range(min(self.settings.concurrency, len(units)))
+            for _ in range(min(self.settings.concurrency * len(self.endpoint.members), len(units)))
         ]
         try:
             await asyncio.gather(*workers)
@@ -597,6 +607,10 @@ class VLMRun:
                 self.result.deferred += 1
             except EndpointRefused as exc:
                 self.stop = self.stop or f"endpoint_refused: {exc}"
+                self.fatal = self.fatal or exc
+                self.result.deferred += 1
+            except EndpointUnavailable as exc:  # every endpoint of the pool is down
+                self.stop = self.stop or f"endpoint_unavailable: {exc}"
                 self.fatal = self.fatal or exc
                 self.result.deferred += 1
 
@@ -743,16 +757,32 @@ class VLMRun:
 # ----------------------------------------------------------------- the entry point
 
 
+def in_shard(sha256: str, index: int, count: int) -> bool:
+    """Whether an image belongs to shard `index` of `count`: by its hash, so every worker agrees
+    without coordination and shards are even."""
+    if not 0 <= index < count:
+        raise ValueError(f"shard {index} of {count} does not exist")
+    return int(sha256[:12], 16) % count == index
+
+
 def run_annotation(
-    lake: Lake, settings: AnnotationSettings, taxonomy: Taxonomy, run_id: str
+    lake: Lake,
+    settings: AnnotationSettings,
+    taxonomy: Taxonomy,
+    run_id: str,
+    shard: tuple[int, int] | None = None,
 ) -> AnnotationResult:
     """Annotate every kept image not annotated yet under the current versions; see the module doc.
+
+    `shard=(i, n)` annotates only the images whose sha256 falls in shard i of n (`in_shard`):
+    n such runs, in any order or at once on separate workers, do exactly the work of one. An
+    image and its look crops stay in one shard (grounding rows are read per image).
 
     Raises AnnotationError only when the VLM endpoint is unreachable, serves another model,
     or refuses the key; rows finished before that are stored.
     """
     started = time.monotonic()
-    vlm = settings.base_url is not None
+    vlm = bool(settings.endpoints)
     result = AnnotationResult(
         run_id=run_id,
         mode="vlm" if vlm else "metadata_prior",
@@ -760,7 +790,7 @@ def run_annotation(
         taxonomy_version=taxonomy.version,
         prompt_version=prompt_version(settings.max_pixels) if vlm else PRIOR_VERSION,
     )
-    units = list(plan_units(lake, taxonomy))
+    units = [u for u in plan_units(lake, taxonomy) if shard is None or in_shard(u.sha256, *shard)]
     result.images = len(units)
     stored = set(lake.keys("annotations"))
     sink = Sink(lake, result, settings.flush_rows, settings.flush_seconds)

@@ -144,7 +144,16 @@ class GenerationSettings(Section):
 
 
 class AnnotationSettings(Section):
-    base_url: str | None = None  # None: no VLM; the metadata prior is the annotation
+    base_url: str | None = None  # None (and no base_urls): no VLM; the metadata prior is the annotation
+    # Several vLLM servers of the same model: one pool, balanced by load, a dead one drained
+    # (annotation/pool.py). base_url, when also set, is the pool's first endpoint.
+    base_urls: list[str] = Field(default_factory=list)
+    endpoint_cooloff: float = Field(default=30.0, gt=0)  # seconds a drained endpoint gets no requests
+    endpoint_drain_after: int = Field(default=3, ge=1)  # 5xx/timeouts in a row that drain an endpoint
+    # VLM annotation as this many tasks on the flow's task runner (Dask workers), images split by
+    # hash; each shard has its own endpoint pool and 1/shards of the request and spend caps.
+    # 1: annotation runs in the flow process.
+    shards: int = Field(default=1, ge=1, le=256)
     model: str = "Qwen/Qwen2.5-VL-72B-Instruct"
     api_key_env: str = "VLLM_API_KEY"
     max_pixels: int = Field(default=1024 * 28 * 28, gt=0)
@@ -164,6 +173,33 @@ class AnnotationSettings(Section):
     flush_seconds: float = Field(default=5.0, gt=0)  # … or this often, whichever comes first
     max_consecutive_failures: int = Field(default=50, ge=1)  # transient failures in a row that stop the run
     page_text_in_prompt: bool = False  # put the (fenced, sanitized) product title into VLM prompts
+
+    @field_validator("base_url")
+    @classmethod
+    def _one_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            _check_url(value)
+        return value
+
+    @field_validator("base_urls")
+    @classmethod
+    def _urls(cls, value: list[str]) -> list[str]:
+        for url in value:
+            _check_url(url)
+        if len(set(value)) != len(value):
+            raise ValueError("base_urls lists an endpoint twice")
+        return value
+
+    @property
+    def endpoints(self) -> list[str]:
+        """Every VLM endpoint: base_url first, then base_urls; empty means no VLM."""
+        first = [self.base_url] if self.base_url else []
+        return first + [u for u in self.base_urls if u not in first]
+
+
+def _check_url(url: str) -> None:
+    if not url.startswith(("http://", "https://")) or len(url) <= len("https://"):
+        raise ValueError(f"{url!r} is not an http(s) URL")
 
 
 class JudgeSettings(Section):

@@ -57,7 +57,7 @@ def configured_models(settings: Any) -> list[ModelRef]:
 
     Left out: the tiny local generator (`generation.model` unset), local paths, `open_clip:`
     specs (open_clip fetches its own weights), and the annotation model when no VLM is
-    configured (`annotation.base_url` unset: the metadata prior is the annotation).
+    configured (`annotation.base_url` and `base_urls` unset: the metadata prior is the annotation).
     """
     found: list[ModelRef] = []
 
@@ -68,7 +68,7 @@ def configured_models(settings: Any) -> list[ModelRef]:
             found.append(ModelRef(value, setting))
 
     add(settings.generation.model, "generation.model")
-    if settings.annotation.base_url:
+    if settings.annotation.endpoints:
         add(settings.annotation.model, "annotation.model")
     add(settings.dedup.embedding_model, "dedup.embedding_model")
     for model in settings.evaluation.models:

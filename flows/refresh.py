@@ -127,8 +127,18 @@ def dedup_real(run: Run) -> Run:
     return run
 
 
+def annotate_pass(run: Run, label: str) -> None:
+    """One annotation pass: in the flow process, or as `annotation.shards` tasks on the runner."""
+    count = stages.annotation_shards(run.spec)
+    if count == 1:
+        run.stage_summary("annotate").append(stages.annotate(run.spec, label))
+        return
+    futures = [stages.annotate_shard.submit(run.spec, label, i, count) for i in range(count)]
+    run.stage_summary("annotate").extend(f.result() for f in futures)
+
+
 def annotate_real(run: Run) -> Run:
-    run.stage_summary("annotate").append(stages.annotate(run.spec, "real"))
+    annotate_pass(run, "real")
     return run
 
 
@@ -143,7 +153,7 @@ def dedup_aigen(run: Run) -> Run:
 
 
 def annotate_aigen(run: Run) -> Run:
-    run.stage_summary("annotate").append(stages.annotate(run.spec, "aigen"))
+    annotate_pass(run, "aigen")
     return run
 
 

@@ -254,6 +254,31 @@ def annotate(spec: RunSpec, label: str) -> dict[str, Any]:
     }
 
 
+@task(name="annotate-shard")
+def annotate_shard(spec: RunSpec, label: str, index: int, count: int) -> dict[str, Any]:
+    """One of `count` annotation shards (run_annotation's `shard`), with its share of the caps."""
+    settings, lake = _context(spec)
+    from lookbench_live.annotation import run_annotation
+    from lookbench_live.schema.taxonomy import default_taxonomy
+
+    config = settings.annotation
+    share = config.model_copy(
+        update={
+            "max_requests_per_run": -(-config.max_requests_per_run // count),
+            "max_cost_usd": None if config.max_cost_usd is None else config.max_cost_usd / count,
+        }
+    )
+    result = run_annotation(lake, share, default_taxonomy(), spec.run_key, shard=(index, count))
+    return {"pass": label, "shard": f"{index}/{count}", **_summary(result)}
+
+
+def annotation_shards(spec: RunSpec) -> int:
+    """How many annotation tasks a pass submits: `annotation.shards` with a VLM, else 1 (the
+    metadata prior is a few ms an image; a task each would cost more than it saves)."""
+    settings, _ = _context(spec)
+    return settings.annotation.shards if settings.annotation.endpoints else 1
+
+
 @task(name="generate")
 def generate(spec: RunSpec) -> dict[str, Any]:
     settings, lake = _context(spec)

@@ -38,9 +38,11 @@ TABLE_KEYS_CHECKED = (
 pytestmark = pytest.mark.slow
 
 
-def refresh(cli: str, home: Path, *extra: str, env: dict[str, str] | None = None, timeout: int = 900):
+def refresh(
+    cli: str, home: Path, *extra: str, env: dict[str, str] | None = None, timeout: int = 900, port: int = PORT
+):
     return subprocess.run(
-        [cli, "refresh", "--home", str(home), "--as-of", AS_OF, "--port", str(PORT), *extra],
+        [cli, "refresh", "--home", str(home), "--as-of", AS_OF, "--port", str(port), *extra],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -270,6 +272,85 @@ def test_dask_task_runner_builds_the_same_release(reference: Path, tmp_path: Pat
     run = refresh(cli, home, "--config", str(config), timeout=1200)
     assert run.returncode == 0, run.stderr[-4000:]
     assert parquet_checksums(home) == parquet_checksums(reference)
+
+
+def test_a_dask_refresh_over_two_vlm_endpoints_one_killed_builds_the_same_release(
+    tmp_path: Path, cli: str
+) -> None:
+    """Issue 14 §4: a refresh on a local Dask cluster of 2 workers, annotating over 2 vLLM-like
+    endpoints of which one is stopped mid-run, publishes the same release bytes as the thread
+    runner over one endpoint. (Annotation runs in the flow process, over the endpoint pool.)"""
+    import sqlite3
+    import threading
+
+    from lookbench_live.testing.loopback_server import LoopbackServer
+
+    def vlm_config(path: Path, urls: list[str], dask: bool) -> Path:
+        runner = '[flows]\ntask_runner = "dask"\ndask_workers = 2\n' if dask else ""
+        listed = ", ".join(f'"{u}"' for u in urls)
+        shards = "shards = 2\n" if dask else ""  # annotation as 2 tasks on the Dask workers
+        # The loopback VLM answers no street-look truth, so the street subsets come out empty: the
+        # release is committed held (content check X8), with its files and manifest all the same.
+        hold = '[release]\non_shortfall = "hold"\n'
+        path.write_text(
+            f'{runner}{hold}[annotation]\nbase_urls = [{listed}]\nmodel = "loopback-vlm"\n{shards}'
+        )
+        return path
+
+    with LoopbackServer(model="loopback-vlm") as one:
+        home_thread = tmp_path / "thread" / "lake"
+        run = refresh(
+            cli,
+            home_thread,
+            "--config",
+            str(vlm_config(tmp_path / "one.toml", [one.base_url], False)),
+            port=PORT + 13,  # both runs: release rows hold the sample store's URLs
+        )
+        assert run.returncode == 0, run.stderr[-4000:]
+        assert one.total > 0
+
+    a, b = LoopbackServer(model="loopback-vlm").start(), LoopbackServer(model="loopback-vlm").start()
+    served_by_a_at_kill: list[int] = []
+    stop = threading.Event()
+
+    def kill_b() -> None:  # b dies once it has answered a few requests; the run goes on
+        while b.total < 5 and not stop.wait(0.005):
+            pass
+        served_by_a_at_kill.append(a.total)
+        b.stop()
+
+    killer = threading.Thread(target=kill_b, daemon=True)
+    killer.start()
+    try:
+        home_dask = tmp_path / "dask" / "lake"
+        config = vlm_config(tmp_path / "two.toml", [a.base_url, b.base_url], True)
+        prefect_home = tmp_path / "prefect"  # its own Prefect database, to read the task runs from
+        run = refresh(
+            cli,
+            home_dask,
+            "--config",
+            str(config),
+            timeout=1500,
+            port=PORT + 13,
+            env={"PREFECT_HOME": str(prefect_home)},
+        )
+    finally:
+        stop.set()
+        killer.join()
+        a.stop()
+    assert run.returncode == 0, run.stderr[-4000:]
+    assert b.total >= 5 and a.total > served_by_a_at_kill[0], "b was not stopped mid-run"
+    with sqlite3.connect(prefect_home / "prefect.db") as db:  # annotation ran as tasks on the workers
+        shard_runs = db.execute(
+            "SELECT state_type FROM task_run WHERE name LIKE 'annotate-shard-%'"
+        ).fetchall()
+    assert [state for (state,) in shard_runs] == ["COMPLETED"] * 4  # 2 passes × 2 shards
+    assert read_manifest(Lake(home_dask), VERSION)["annotation_mode"] == "vlm"
+    assert parquet_checksums(home_dask) == parquet_checksums(home_thread)
+    annotated = (
+        Lake(home_dask).read("annotations").select(["sha256", "bbox", "task", "prompt_version"]).to_pylist()
+    )
+    assert len({tuple(r.values()) for r in annotated}) == len(annotated)  # nothing annotated twice
 
 
 def test_secrets_used_by_a_run_appear_in_no_output(tmp_path: Path, cli: str) -> None:
