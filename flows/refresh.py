@@ -255,7 +255,9 @@ def audit_staging(lake: Lake, settings: Settings, staging: str, run_key: str) ->
 
     items = []
     # Not `raw_image`: the judge sees what was labelled (the crop), and photos would double memory.
-    columns = ["image", "raw_sha256", "bbox", "category", "attributes", "main_attribute", "annotation_model"]
+    columns = [
+        "image", "raw_sha256", "bbox", "taxonomy_category", "attributes", "main_attribute", "annotation_model",
+    ]  # fmt: skip
     for subset in SUBSETS:
         for split in ("query", "gallery"):
             with lake.fs.open(f"{staging}/{subset}/{split}.parquet", "rb") as handle:
@@ -266,7 +268,8 @@ def audit_staging(lake: Lake, settings: Settings, staging: str, run_key: str) ->
                         sha256=row["raw_sha256"],
                         bbox=",".join(str(v) for v in row["bbox"]) if row["bbox"] else "",
                         subset=subset,
-                        category=row["category"],
+                        # Ours, not the published name: the judge gets the category's own schema.
+                        category=row["taxonomy_category"],
                         attributes={kv["key"]: kv["value"] for kv in row["attributes"]},
                         main_attribute=row["main_attribute"],
                         annotation_model=row["annotation_model"],

@@ -51,6 +51,7 @@ RELEASE_SCHEMA = pa.schema(
         ("attributes", KV),
         ("provenance", pa.string()),
         ("difficulty_estimate", pa.string()),
+        ("taxonomy_category", pa.string()),
     ]
 )
 # The published configs' level per subset (RealStudioFlat easy, AIGen-Studio medium, both

@@ -82,5 +82,4 @@ def test_library_noise_only_with_verbose(tmp_path, cli) -> None:
     loud = evaluate("--verbose")
     assert loud.returncode == 0, loud.stderr[-3000:]
     assert re.search(r"^\[transformers\]", loud.stderr, re.M), loud.stderr[-3000:]
-    assert "Loading weights" in loud.stderr
     assert loud.stdout == quiet.stdout  # the same result either way

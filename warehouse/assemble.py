@@ -168,6 +168,7 @@ class Assembler:
             other = ", ".join(visible)
         return {
             "category": self._published_category(ann.category),
+            "taxonomy_category": ann.category,  # ours (`sneakers`), what the judge and schema know
             "main_attribute": main,
             "other_attributes": other,
             "taxonomy_version": ann.taxonomy_version,

@@ -85,6 +85,11 @@ COLUMNS: dict[str, tuple[str, str]] = {
         "The subset's level as the published configs give it: easy (real_studio_flat), medium "
         "(aigen_studio), hard (real_streetlook, aigen_streetlook); empty for noise.",
     ),
+    "taxonomy_category": (
+        "sc:Text",
+        "Our taxonomy's category (e.g. `sneakers`), finer than the published `category` (`shoe`); "
+        "the true category of a noise row.",
+    ),
     "difficulty_estimate": (
         "sc:Text",
         "Our finer per-row estimate (easy, medium, hard): for crops the crop's share of the photo, "
