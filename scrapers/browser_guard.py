@@ -32,9 +32,14 @@ import subprocess
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from lookbench_live.scrapers import netguard
+
+if TYPE_CHECKING:
+    from lookbench_live.scrapers.items import CrawlItem
+    from lookbench_live.scrapers.journal import CrawlJournal
 
 log = logging.getLogger(__name__)
 
@@ -53,18 +58,32 @@ class Refusal:
     reason: str
     detail: str
 
+    def item(self) -> CrawlItem:
+        """The crawl item (a `Rejection` row) this refusal becomes."""
+        from lookbench_live.scrapers.items import rejection
+
+        return rejection(self.url, self.reason, f"browser: {self.detail}")
+
 
 class RefusalSink:
-    """Refusals from the proxy thread and the route handler, drained by the item pipeline."""
+    """Refusals from the proxy thread and the route handler, drained by the item pipeline.
+
+    With a `journal` (the crawl's, set by the playwright spider) each refusal is also logged
+    there as it happens, so a crawl killed before the pipeline's next flush loses none: the
+    rerun, or `run_crawl` after the kill, replays the journal into the lake."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._items: list[Refusal] = []
+        self.journal: CrawlJournal | None = None
 
     def record(self, url: str, reason: str, detail: str) -> None:
         log.info("browser request refused (%s): %s %s", reason, url, detail)
+        refusal = Refusal(url, reason, detail[:500])
         with self._lock:
-            self._items.append(Refusal(url, reason, detail[:500]))
+            self._items.append(refusal)
+        if self.journal is not None:
+            self.journal.add_item(refusal.item())
 
     def drain(self) -> list[Refusal]:
         with self._lock:

@@ -179,11 +179,13 @@ def run_crawl(
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+            salvage_journal(lake.home, site.name, run_key, directory, crawl.batch_size, seen_at)
             raise CrawlError(
                 f"crawl of {site.name} (run {run_key}) did not finish in {timeout_s:g} s; "
                 f"rerun to resume it (log: {log_path})"
             ) from None
     if code != 0:
+        salvage_journal(lake.home, site.name, run_key, directory, crawl.batch_size, seen_at)
         tail = log_path.read_text(encoding="utf-8", errors="replace")[-2000:]
         raise CrawlError(
             f"crawl of {site.name} (run {run_key}) exited with status {code}; log {log_path}:\n{tail}"
@@ -207,6 +209,27 @@ def run_crawl(
         atomic_write_bytes(lake.fs, str(site_frontier), json.dumps(left).encode())
     atomic_write_bytes(lake.fs, str(done), json.dumps(result.to_json()).encode())
     return result
+
+
+def salvage_journal(
+    lake_home: str, source: str, run_key: str, directory: Path, batch_size: int, seen_at: dt.datetime | None
+) -> int:
+    """Write what a killed or failed crawl had decided (its journal's items: rejections, products,
+    looks) into the lake, as its rerun's pipeline would first thing; idempotent by key. Returns
+    the number of journaled items. A kill at the hard timeout thus loses no recorded outcome."""
+    from types import SimpleNamespace
+
+    from lookbench_live.scrapers.journal import CrawlJournal
+    from lookbench_live.scrapers.pipelines import LakePipeline
+
+    journal = CrawlJournal(directory)
+    try:
+        pipeline = LakePipeline(lake_home, source, run_key, str(directory), batch_size,
+                                seen_at.astimezone(dt.UTC).isoformat() if seen_at else None)  # fmt: skip
+        pipeline.open_spider(SimpleNamespace(journal=journal))
+        return len(journal.items)
+    finally:
+        journal.close()
 
 
 # What the crawl subprocess may inherit (X3): it renders untrusted pages, so no API keys, no

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,8 @@ class CrawlJournal:
         # Requests left for a later run by a budget (max_pages): the site's frontier.
         self.deferred: dict[str, dict[str, Any]] = {}
         self.pages = 0
+        # The browser proxy's thread records its refusals here too (browser_guard.RefusalSink).
+        self._lock = threading.Lock()
         self._load()
         self._handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - open for the crawl's life
 
@@ -70,8 +73,12 @@ class CrawlJournal:
                     self.deferred[entry["fp"]] = entry["request"]
 
     def _write(self, entry: dict[str, Any]) -> None:
-        self._handle.write(json.dumps(entry, separators=(",", ":"), default=str) + "\n")
-        self._handle.flush()
+        line = json.dumps(entry, separators=(",", ":"), default=str) + "\n"
+        with self._lock:
+            if self._handle.closed:
+                return  # a late refusal after the crawl closed: the pipeline's last flush has it
+            self._handle.write(line)
+            self._handle.flush()
 
     def mark_started(self) -> None:
         self.started = True
@@ -116,6 +123,10 @@ class CrawlJournal:
             yield CrawlItem.from_json(value)
 
     def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         if not self._handle.closed:
             self._handle.flush()
             os.fsync(self._handle.fileno())

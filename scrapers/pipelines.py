@@ -122,11 +122,10 @@ class LakePipeline:
 
     def flush(self) -> None:
         from lookbench_live.scrapers.browser_guard import REFUSALS
-        from lookbench_live.scrapers.items import rejection
 
         # What the browser proxy and the page route refused (their threads cannot yield items).
         for refusal in REFUSALS.drain():
-            self.add(rejection(refusal.url, refusal.reason, f"browser: {refusal.detail}"))
+            self.add(refusal.item())
         for table in ("products", "looks", "rejections"):
             rows = self.buffer[table]
             if rows:

@@ -129,9 +129,13 @@ def crawl_settings(
         settings.update(
             {
                 "DOWNLOAD_HANDLERS": {
-                    "http": "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler",
-                    "https": "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler",
+                    # scrapy-playwright's handler plus a render deadline that ends the page (render.py).
+                    "http": "lookbench_live.scrapers.render.GuardedPlaywrightHandler",
+                    "https": "lookbench_live.scrapers.render.GuardedPlaywrightHandler",
                 },
+                # Navigation gets DOWNLOAD_TIMEOUT; the whole render (content, close) twice that, then
+                # the page's context is closed and the request recorded once as `render_timeout`.
+                "LOOKBENCH_RENDER_DEADLINE": 2 * crawl.download_timeout + 5,
                 "PLAYWRIGHT_BROWSER_TYPE": "chromium",
                 "PLAYWRIGHT_LAUNCH_OPTIONS": {
                     "executable_path": chromium_path(),

@@ -59,11 +59,14 @@ class PlaywrightSpider(SiteSpider):
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        from lookbench_live.scrapers.browser_guard import REFUSALS
         from lookbench_live.scrapers.settings import site_authorities
 
         PRIVATE_AUTHORITIES.clear()
         if self.site.allow_private_addresses:
             PRIVATE_AUTHORITIES.update(site_authorities(self.site))
+        # Refusals of the browser's requests are journaled as they happen (a kill loses none).
+        REFUSALS.journal = self.journal
 
     def render(self, url: str, callback: Any, **kwargs: Any) -> scrapy.Request:
         meta = {
