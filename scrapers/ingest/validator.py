@@ -21,6 +21,7 @@ record.
 from __future__ import annotations
 
 import io
+import struct
 from dataclasses import dataclass
 
 from PIL import Image, UnidentifiedImageError
@@ -83,6 +84,34 @@ def sniff_format(data: bytes) -> str | None:
     return None
 
 
+def _ico_embedded_sizes(data: bytes) -> list[tuple[int, int]]:
+    """The sizes the images inside an ICO declare in their own headers (PNG IHDR or BMP DIB)."""
+    sizes: list[tuple[int, int]] = []
+    (count,) = struct.unpack_from("<H", data, 4) if len(data) >= 6 else (0,)
+    for index in range(count):
+        entry = 6 + 16 * index
+        if entry + 16 > len(data):
+            break
+        offset = struct.unpack_from("<I", data, entry + 12)[0]
+        head = data[offset : offset + 24]
+        if head.startswith(b"\x89PNG\r\n\x1a\n") and len(head) >= 24:
+            sizes.append(struct.unpack(">II", head[16:24]))
+        elif len(head) >= 12:
+            dib_width, dib_height = struct.unpack("<ii", head[4:12])
+            sizes.append((abs(dib_width), abs(dib_height) // 2))  # a DIB in an ICO: colour + mask rows
+    return sizes
+
+
+def _check_pixels(width: int, height: int, settings: IngestSettings) -> None:
+    pixels = width * height
+    if Image.MAX_IMAGE_PIXELS and pixels > Image.MAX_IMAGE_PIXELS:
+        raise ImageRejected(
+            "decompression_bomb", f"{width}x{height} exceeds Pillow's {Image.MAX_IMAGE_PIXELS} pixels"
+        )
+    if pixels > settings.max_pixels:
+        raise ImageRejected("too_many_pixels", f"{width}x{height} exceeds max_pixels {settings.max_pixels}")
+
+
 def validate_image(data: bytes, settings: IngestSettings) -> ValidImage:
     """Decode `data` once under the limits of `settings`; raises `ImageRejected` with a reason code.
 
@@ -92,6 +121,11 @@ def validate_image(data: bytes, settings: IngestSettings) -> ValidImage:
     if not data:
         raise ImageRejected("empty_body", "the response body is empty")
     allowed = [f.upper() for f in settings.allowed_formats]
+    if "ICO" in allowed and sniff_format(data) == "ICO":
+        # Pillow decodes an ICO's embedded image inside `Image.open`, at the size that image's
+        # own header declares (the directory says at most 256): check it before opening (I3).
+        for inner_width, inner_height in _ico_embedded_sizes(data):
+            _check_pixels(inner_width, inner_height, settings)
     try:
         image = Image.open(io.BytesIO(data), formats=allowed)
     except Image.DecompressionBombError as exc:
@@ -111,15 +145,7 @@ def validate_image(data: bytes, settings: IngestSettings) -> ValidImage:
     with image:
         width, height = image.size
         fmt = image.format or "unknown"
-        pixels = width * height
-        if Image.MAX_IMAGE_PIXELS and pixels > Image.MAX_IMAGE_PIXELS:
-            raise ImageRejected(
-                "decompression_bomb", f"{width}x{height} exceeds Pillow's {Image.MAX_IMAGE_PIXELS} pixels"
-            )
-        if pixels > settings.max_pixels:
-            raise ImageRejected(
-                "too_many_pixels", f"{width}x{height} exceeds max_pixels {settings.max_pixels}"
-            )
+        _check_pixels(width, height, settings)
         if min(width, height) < settings.min_side:
             raise ImageRejected("too_small", f"{width}x{height} is under min_side {settings.min_side}")
         if max(width, height) / min(width, height) > settings.max_aspect_ratio:
