@@ -258,3 +258,54 @@ def test_sigkill_during_build_leaves_no_release_or_the_complete_one(tmp_path: Pa
         assert final.manifest["files"][rel]["sha256"] == reference.manifest["files"][rel]["sha256"]
     leftovers = [p for p in os.listdir(Lake(home).path("releases")) if p.startswith(".")]
     assert leftovers == []
+
+
+@pytest.mark.parametrize("full_at", ["parquet", "croissant.json", "manifest.json"])
+def test_a_full_disk_while_releasing_commits_nothing_and_the_rerun_finishes(
+    lake: Lake, monkeypatch: pytest.MonkeyPatch, full_at: str
+) -> None:
+    """R3: the disk fills up (ENOSPC from a real write, half the bytes written) while a staged
+    file or the manifest is written: one clear error, the previous release and `latest`
+    untouched, no temp file or staging folder left, and a rerun commits the release."""
+    import errno
+
+    from lookbench_live.warehouse import lake as lake_module
+    from lookbench_live.warehouse import release as release_module
+
+    # October's products were released in November; the December build takes the rest.
+    lakefill.fill(lake, products=8, looks=1, start=lakefill.T0.replace(month=10), seed=1)
+    build(lake, version="v20261101", window=Window(end=lakefill.T0))
+    real_write = release_module.atomic_write_bytes
+    armed = {"on": False}
+
+    class FullDisk(io.FileIO):
+        def write(self, data) -> int:  # type: ignore[override]
+            super().write(bytes(data)[: len(data) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    def open_on_full_disk(path, mode="r", *args, **kwargs):
+        if armed["on"] and "w" in mode:
+            armed["on"] = False
+            return FullDisk(path, "w")
+        return open(path, mode, *args, **kwargs)
+
+    def arming_write(fs, path, data) -> None:
+        armed["on"] = path.endswith(full_at)
+        real_write(fs, path, data)
+
+    monkeypatch.setattr(lake_module, "open", open_on_full_disk, raising=False)
+    monkeypatch.setattr(release_module, "atomic_write_bytes", arming_write)
+    with pytest.raises(ReleaseError, match=r"storage is full .*nothing was committed") as caught:
+        build(lake, version="v20261201")
+    assert caught.value.__cause__.errno == errno.ENOSPC  # type: ignore[union-attr]
+    monkeypatch.undo()
+    assert committed_versions(lake) == ["v20261101"]
+    assert resolve_version(lake, "latest") == "v20261101"
+    assert verify_release(lake, "v20261101") == []
+    debris = [
+        str(p) for p in Path(lake.path("releases")).rglob("*") if p.name.startswith((".tmp-", ".staging-"))
+    ]
+    assert debris == []
+    rerun = build(lake, version="v20261201")
+    assert rerun.published_latest and resolve_version(lake, "latest") == "v20261201"
+    assert verify_release(lake, "v20261201") == []

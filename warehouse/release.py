@@ -20,12 +20,15 @@ unless `replace=True`.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import errno
 import hashlib
 import json
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -356,6 +359,20 @@ def stage_release(
         annotation_mode="vlm" if "vlm" in assembly.annotation_sources else "metadata_prior",
         hashes=assembly.hashes,
     )
+    with _disk_full_is_reported(lake, version, staging):
+        _write_staged(lake, staged, tables, assembly, window, taxonomy)
+    return staged
+
+
+def _write_staged(
+    lake: Lake,
+    staged: StagedRelease,
+    tables: dict[str, pa.Table],
+    assembly: Any,
+    window: Window,
+    taxonomy: Any,
+) -> None:
+    version = staged.version
     for rel, table in tables.items():
         _put(lake, staged, rel, parquet_bytes(table), table.num_rows)
     staged.info = {
@@ -370,7 +387,29 @@ def stage_release(
     }
     _put(lake, staged, "README.md", dataset_card(staged.info).encode())
     _put(lake, staged, "croissant.json", croissant_json(staged.info, staged.files).encode())
-    return staged
+
+
+FULL_DISK = (errno.ENOSPC, errno.EDQUOT)
+
+
+@contextlib.contextmanager
+def _disk_full_is_reported(lake: Lake, version: str, staging: str) -> Iterator[None]:
+    """A full disk or quota (R3) while a release is staged or committed: the staging folder goes
+    (which also frees what it took), and the error says that nothing was committed. The writes
+    before the commit point only touch the staging folder, so the previous release and `LATEST`
+    are as they were; a rerun stages again from the start."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in FULL_DISK:
+            raise
+        with contextlib.suppress(OSError):
+            if lake.fs.exists(staging):
+                lake.fs.rm(staging, recursive=True)
+        raise ReleaseError(
+            f"release {version}: the lake's storage is full ({exc.strerror or exc}); nothing was "
+            "committed, the previous release and `latest` are unchanged; free space and rerun"
+        ) from exc
 
 
 def _put(lake: Lake, staged: StagedRelease, rel: str, data: bytes, rows: int | None = None) -> None:
@@ -420,14 +459,15 @@ def commit_release(
         **extra,
     }
     manifest_bytes = json.dumps(manifest, indent=2, sort_keys=True).encode()
-    atomic_write_bytes(lake.fs, f"{staged.path}/{MANIFEST}", manifest_bytes)
-    problems = verify_path(lake, staged.path)
-    if problems:
-        raise ReleaseError(f"release {version} failed verification before commit: {problems[0]}")
-    if lake.local:
-        _commit_local(lake, staged.path, target, version, exists)
-    else:
-        _commit_object_store(lake, staged, manifest_bytes, exists)
+    with _disk_full_is_reported(lake, version, staged.path):
+        atomic_write_bytes(lake.fs, f"{staged.path}/{MANIFEST}", manifest_bytes)
+        problems = verify_path(lake, staged.path)
+        if problems:
+            raise ReleaseError(f"release {version} failed verification before commit: {problems[0]}")
+        if lake.local:
+            _commit_local(lake, staged.path, target, version, exists)
+        else:
+            _commit_object_store(lake, staged, manifest_bytes, exists)
     # The released-image index is a cache: a kill here leaves it missing, and readers rebuild it.
     write_index(lake, version, target, staged.hashes)
     if publish_latest:
