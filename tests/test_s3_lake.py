@@ -445,7 +445,7 @@ KILLED_REPLACE = textwrap.dedent(
             return main_attribute, ", ".join(v for k, v in sorted(attributes.items()) if v != main_attribute)
 
     def die(step):
-        if step == "before_manifest":  # every new file is written; the manifest swap has not happened
+        if step == sys.argv[3]:  # e.g. before_manifest: every new file written, the manifest not swapped
             os.kill(os.getpid(), signal.SIGKILL)
 
     release._fault_point = die
@@ -454,43 +454,60 @@ KILLED_REPLACE = textwrap.dedent(
 )
 
 
-def test_a_kill_during_replace_leaves_the_old_release_on_s3(bucket: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("kill_at", ["replace_redirected", "before_manifest"])
+def test_a_kill_during_replace_leaves_the_old_release_on_s3(
+    bucket: str, tmp_path: Path, kill_at: str
+) -> None:
+    """A `--replace` killed after the old release was copied aside (before or after the new files
+    overwrote it in place) leaves the old release committed and readable, whole, to every reader
+    until the next writer puts it back at its own path; an unkilled replace then commits."""
+    import hashlib
+
     lake, version = _two_releases(bucket)
     raw = _raw_fs()
     base = f"{lake.root}/releases/{version}"
     old_manifest = raw.cat_file(f"{base}/{MANIFEST}")
     old_files = json.loads(old_manifest)["files"]
+    old_rows = run_query(lake, f"SELECT count(*) AS n FROM releases WHERE version = '{version}'").to_pylist()
     script = tmp_path / "replace.py"
     script.write_text(KILLED_REPLACE)
     proc = subprocess.run(
-        [sys.executable, str(script), lake.home, version], capture_output=True, text=True, timeout=300
+        [sys.executable, str(script), lake.home, version, kill_at],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == -9, proc.stderr[-2000:]
-    # Killed after overwriting: the version's files are the new build's, its manifest is gone,
-    # so no reader can load a mix of old and new files.
-    import hashlib
-
     changed = [
         rel
         for rel, entry in old_files.items()
         if raw.exists(f"{base}/{rel}")
         and hashlib.sha256(raw.cat_file(f"{base}/{rel}")).hexdigest() != entry["sha256"]
     ]
-    assert changed, "the kill came after the new files were written"
-    assert not raw.exists(f"{base}/{MANIFEST}")
-    with pytest.raises(ReleaseError, match=r"unavailable .* previous release is kept at .*\.previous-"):
-        resolve_version(lake, version)
-    # The next writer (any build, or reconcile alone) puts the old release back, whole.
+    if kill_at == "before_manifest":
+        assert changed, "the kill came after the new files were written"
+    # Every reader still gets the old release, whole: committed, resolvable, verified, queried.
+    reader = Lake(lake.home)
+    assert version in committed_versions(reader)
+    assert resolve_version(reader, "latest") == version == resolve_version(reader, version)
+    assert release_mod.read_manifest(reader, version)["files"] == old_files
+    assert verify_release(reader, version) == []
+    rows = run_query(reader, f"SELECT count(*) AS n FROM releases WHERE version = '{version}'").to_pylist()
+    assert rows == old_rows
+    # The next writer (any build, or reconcile alone) puts the old release back at its own path.
     from lookbench_live.warehouse.release import reconcile_releases
 
     actions = reconcile_releases(Lake(lake.home))
     assert f"restored {version}" in actions
     assert raw.cat_file(f"{base}/{MANIFEST}") == old_manifest
+    for rel, entry in old_files.items():
+        assert hashlib.sha256(raw.cat_file(f"{base}/{rel}")).hexdigest() == entry["sha256"], rel
     assert verify_release(lake, version) == [] and resolve_version(lake, "latest") == version
     assert not [p for p in raw.find(f"{lake.root}/releases") if "/." in p], "no staging or copy remains"
     # And a replace that is not killed commits the new build, leaving no copy behind.
     _build(lake, version=version, replace=True)
     assert verify_release(lake, version) == [] and raw.cat_file(f"{base}/{MANIFEST}") != old_manifest
+    assert release_mod.LOCATION_KEY not in json.loads(raw.cat_file(f"{base}/{MANIFEST}"))
     assert not [p for p in raw.find(f"{lake.root}/releases") if "/." in p]
 
 

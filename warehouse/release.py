@@ -9,9 +9,10 @@ the Delta/Iceberg rule:
 - object stores (no rename): the verified files are written under the version's path, then
   `manifest.json` with a conditional PUT (If-None-Match: *), so of two committers exactly one
   wins. `--replace` first copies the old release to `releases/.previous-<version>-<id>/` and
-  verifies the copy, then removes the old manifest (the version is unavailable, never a mix of
-  old and new files), overwrites the files and puts the new manifest; a kill in between is undone
-  by `reconcile_releases`, which restores the old release from its copy.
+  verifies the copy, then rewrites the old manifest to point readers at the copy (`location`;
+  `release_dir` follows it), overwrites the files and swaps in the new manifest last: the old
+  release stays readable until the new one commits, never a mix. A kill in between is undone by
+  `reconcile_releases`, which puts the old release back at its own path from the copy.
 
 A killed build leaves only a staging folder (and on object stores uncommitted files or a
 `.previous-` copy), which the next build reconciles. Building into an existing version refuses
@@ -108,8 +109,36 @@ def releases_root(lake: Lake) -> str:
     return lake.path("releases")
 
 
-def release_dir(lake: Lake, version: str) -> str:
+def _version_path(lake: Lake, version: str) -> str:
+    """The version's own folder, where it is published and committed (writers use this)."""
     return lake.path("releases", check_version(version))
+
+
+# In a manifest at the version's path: the release's files are read from this sibling folder
+# instead (the verified copy of the old release while an object-store `--replace` runs).
+LOCATION_KEY = "location"
+
+
+def release_dir(lake: Lake, version: str) -> str:
+    """Where a version's files are read: its own folder, or, while an object-store `--replace`
+    of it is running (or was killed before its new manifest), the verified copy of the old
+    release that its manifest points to (`location`). Local lakes replace by rename: never."""
+    path = _version_path(lake, version)
+    if lake.local:
+        return path
+    location = _location(lake, path, version)
+    return lake.path("releases", location) if location else path
+
+
+def _location(lake: Lake, path: str, version: str) -> str | None:
+    try:
+        manifest = json.loads(lake.fs.cat_file(f"{path}/{MANIFEST}"))
+    except (FileNotFoundError, ValueError):
+        return None
+    location = manifest.get(LOCATION_KEY) if isinstance(manifest, dict) else None
+    if isinstance(location, str) and location.startswith(f".previous-{version}-") and "/" not in location:
+        return location
+    return None
 
 
 def committed_versions(lake: Lake) -> list[str]:
@@ -135,7 +164,7 @@ def resolve_version(lake: Lake, version: str) -> str:
         if not lake.fs.exists(pointer):
             raise ReleaseError(f"no release is published as latest in {lake.home}; build one first")
         version = json.loads(lake.fs.cat_file(pointer))["version"]
-    if not lake.fs.exists(f"{release_dir(lake, version)}/{MANIFEST}"):
+    if not lake.fs.exists(f"{_version_path(lake, version)}/{MANIFEST}"):
         kept = [p for p in _listing(lake) if os.path.basename(p).startswith(f".previous-{version}-")]
         if kept:
             raise ReleaseError(
@@ -203,15 +232,18 @@ def reconcile_releases(lake: Lake) -> list[str]:
             actions.append(f"removed {name}")
         elif name.startswith(".previous-"):
             version = name.split("-")[1]
-            if lake.fs.exists(f"{release_dir(lake, version)}/{MANIFEST}"):
-                lake.fs.rm(path, recursive=True)  # the replace committed; the copy is no longer needed
+            target = _version_path(lake, version)
+            committed = lake.fs.exists(f"{target}/{MANIFEST}")
+            if committed and _location(lake, target, version) != name:
+                # The new manifest committed, or the old one was never redirected (no file touched).
+                lake.fs.rm(path, recursive=True)
                 actions.append(f"removed {name}")
             else:
-                _restore_object_store(lake, path, release_dir(lake, version))
+                _restore_object_store(lake, path, target)
                 actions.append(f"restored {version}")
         elif name.startswith(".trash-"):
             version = name.split("-")[1]
-            target = release_dir(lake, version)
+            target = _version_path(lake, version)
             if not lake.fs.exists(f"{target}/{MANIFEST}"):
                 if lake.fs.exists(target):
                     lake.fs.rm(target, recursive=True)
@@ -239,7 +271,9 @@ def _restore_object_store(lake: Lake, backup: str, target: str) -> None:
     for rel in set(_list_files(lake, target)) - set(kept):
         lake.fs.rm_file(f"{target}/{rel}")  # files only the killed build wrote
     if MANIFEST in kept:
-        _put_if_absent(lake, f"{target}/{MANIFEST}", lake.fs.cat_file(f"{backup}/{MANIFEST}"))
+        # Over the manifest that pointed readers at the copy (or none, by an older build): the
+        # old release is whole again at its own path before the copy goes.
+        atomic_write_bytes(lake.fs, f"{target}/{MANIFEST}", lake.fs.cat_file(f"{backup}/{MANIFEST}"))
     lake.fs.rm(backup, recursive=True)
 
 
@@ -311,7 +345,7 @@ def stage_release(
     taxonomy = _taxonomy(taxonomy)
     version = check_version(version or version_for(dt.datetime.now(dt.UTC).date()))
     reconcile_releases(lake)
-    target = release_dir(lake, version)
+    target = _version_path(lake, version)
     if lake.fs.exists(f"{target}/{MANIFEST}") and not replace:
         raise ReleaseExists(lake, version)
 
@@ -527,13 +561,15 @@ def _commit_object_store(lake: Lake, staged: StagedRelease, manifest_bytes: byte
     """Publish a verified staging folder without rename; `manifest.json` last, put-if-absent.
 
     S3 has no rename and no multi-object transaction, and the published names are fixed
-    (`vYYYYMMDD/<subset>/<split>.parquet`), so a replace cannot be atomic: the old release is
-    copied aside and verified first, its manifest removed (readers then find no release rather
-    than a mix), and only then are its files overwritten. A kill leaves either the old release
-    (restored by `reconcile_releases` from the copy) or the new one.
+    (`vYYYYMMDD/<subset>/<split>.parquet`), so a replace overwrites the files in place. The old
+    release stays readable throughout: it is copied aside and verified first, then its manifest
+    is rewritten to point readers at the copy (`location`, see `release_dir`), and only then are
+    its files overwritten; the new manifest replaces the pointer last. A kill leaves either the
+    old release (read from the copy, put back by `reconcile_releases`) or the new one.
     """
     version, target, staging = staged.version, staged.target, staged.path
     backup = None
+    redirect = b""
     if exists:
         backup = lake.path("releases", f".previous-{version}-{uuid.uuid4().hex[:12]}")
         old = _list_files(lake, target)
@@ -546,7 +582,13 @@ def _commit_object_store(lake: Lake, staged: StagedRelease, manifest_bytes: byte
                 f"release {version}: could not keep a sound copy of the old release: {problems[0]}"
             )
         _fault_point("replace_copied_old")
-        lake.fs.rm_file(f"{target}/{MANIFEST}")  # from here the version is uncommitted, never mixed
+        old_manifest = json.loads(lake.fs.cat_file(f"{backup}/{MANIFEST}"))
+        redirect = json.dumps(
+            {**old_manifest, LOCATION_KEY: os.path.basename(backup)}, indent=2, sort_keys=True
+        ).encode()
+        # From here readers (release_dir) read the verified copy: the old release, whole.
+        atomic_write_bytes(lake.fs, f"{target}/{MANIFEST}", redirect)
+        _fault_point("replace_redirected")
     for rel, entry in staged.files.items():
         data = lake.fs.cat_file(f"{staging}/{rel}")
         path = f"{target}/{rel}"
@@ -561,7 +603,16 @@ def _commit_object_store(lake: Lake, staged: StagedRelease, manifest_bytes: byte
         for rel in set(_list_files(lake, target)) - set(staged.files) - {MANIFEST}:
             lake.fs.rm_file(f"{target}/{rel}")  # a file only the old release had
     _fault_point("before_manifest")
-    if not _put_if_absent(lake, f"{target}/{MANIFEST}", manifest_bytes):
+    if exists:
+        # The swap: only over our own pointer (the writer lock keeps others out; this read says
+        # nobody went around it). Then the new release is what the version's path holds.
+        if lake.fs.cat_file(f"{target}/{MANIFEST}") != redirect:
+            raise ReleaseError(
+                f"release {version}: its manifest changed during the replace (another writer?); the old "
+                f"release is kept at {backup}"
+            )
+        atomic_write_bytes(lake.fs, f"{target}/{MANIFEST}", manifest_bytes)
+    elif not _put_if_absent(lake, f"{target}/{MANIFEST}", manifest_bytes):
         # Committed meanwhile by another writer: its manifest stays; ours is never written.
         lake.fs.rm(staging, recursive=True)
         raise ReleaseExists(lake, version)
