@@ -72,6 +72,9 @@ class CrawlSettings(Section):
     )  # longer Retry-After: the request is given up, recorded
     robots_max_bytes: int = Field(default=500 * 1024, ge=500 * 1024)  # RFC 9309: parse at least 500 KiB
     robots_error_ttl: float = Field(default=600.0, ge=0)  # a failed robots.txt disallows its host this long
+    # Consecutive failed attempts (5xx, 429, network errors) after which a host is parked for the
+    # rest of the run: its remaining requests are recorded `host_parked`, not sent (C10).
+    max_host_failures: int = Field(default=10, ge=1)
     max_sitemap_urls: int = Field(default=50_000, ge=1)  # per sitemap file (the protocol's limit)
     batch_size: int = Field(default=200, ge=1)  # rows per lake commit
     playwright: bool = True  # False: JavaScript sites are skipped with a recorded reason

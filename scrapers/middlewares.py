@@ -191,20 +191,39 @@ class HostPacingMiddleware:
     Scrapy acts on neither (scrapy/scrapy#3849, `optimize.rst`). Each request reserves the
     host's next slot, so concurrent requests are spaced, not released together. A
     `Retry-After` over `max_retry_after` gives the request up with reason `retry_after_too_long`.
+
+    A host whose last `max_host_failures` attempts all failed (5xx, 429, a network error; any
+    other answer resets the count) is parked for the rest of the run, as Nutch's
+    `fetcher.max.exceptions.per.queue` does: every later request to it, retries included, is
+    refused unsent with reason `host_parked` (C10).
     """
 
-    def __init__(self, max_retry_after: float, clock: Any = time.monotonic):
+    def __init__(self, max_retry_after: float, clock: Any = time.monotonic, max_host_failures: int = 10):
         self.max_retry_after = max_retry_after
         self.clock = clock
+        self.max_host_failures = max_host_failures
         self.delays: dict[str, float] = {}
         self.next_slot: dict[str, float] = {}
         self.blocked_until: dict[str, float] = {}
+        self.failures: dict[str, int] = {}
+        self.parked: dict[str, str] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> HostPacingMiddleware:
-        pacer = cls(crawler.settings.getfloat("LOOKBENCH_MAX_RETRY_AFTER", 300.0))
+        pacer = cls(
+            crawler.settings.getfloat("LOOKBENCH_MAX_RETRY_AFTER", 300.0),
+            max_host_failures=crawler.settings.getint("LOOKBENCH_MAX_HOST_FAILURES", 10),
+        )
         crawler.lookbench_pacer = pacer
         return pacer
+
+    def _outcome(self, host: str, failure: str | None) -> None:
+        if failure is None:
+            self.failures[host] = 0
+            return
+        self.failures[host] = self.failures.get(host, 0) + 1
+        if self.failures[host] >= self.max_host_failures and host not in self.parked:
+            self.parked[host] = f"{self.failures[host]} consecutive failed attempts, the last: {failure}"
 
     def set_delay(self, host: str, delay: float) -> None:
         self.delays[host] = max(self.delays.get(host, 0.0), delay)
@@ -222,11 +241,21 @@ class HostPacingMiddleware:
     async def process_request(self, request: Request, spider: Any = None) -> None:
         if request.meta.get(ROBOTS_META):
             return
-        wait = self.reserve(_host(request.url))
+        host = _host(request.url)
+        if host in self.parked:
+            raise RefusedRequest("host_parked", self.parked[host])
+        wait = self.reserve(host)
         if wait > 0:
             await asyncio.sleep(wait)
 
+    def process_exception(self, request: Request, exception: BaseException, spider: Any = None) -> None:
+        if not isinstance(exception, IgnoreRequest) and not request.meta.get(ROBOTS_META):
+            self._outcome(_host(request.url), type(exception).__name__)
+
     def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
+        if not request.meta.get(ROBOTS_META):
+            failed = response.status >= 500 or response.status == 429
+            self._outcome(_host(request.url), f"HTTP {response.status}" if failed else None)
         if response.status in (429, 503):
             retry_after = parse_retry_after(response.headers.get(b"Retry-After"))
             if retry_after is not None:

@@ -95,6 +95,7 @@ def crawl_settings(
             "LOOKBENCH_ROBOTS_ERROR_TTL": crawl.robots_error_ttl,
             "LOOKBENCH_MAX_CRAWL_DELAY": crawl.max_crawl_delay,
             "LOOKBENCH_MAX_RETRY_AFTER": crawl.max_retry_after,
+            "LOOKBENCH_MAX_HOST_FAILURES": crawl.max_host_failures,
             "LOOKBENCH_ALLOW_PRIVATE": site.allow_private_addresses,
             "LOOKBENCH_ALLOWED_HOSTS": allowed_hosts(site),
             "LOOKBENCH_LAKE": lake_home,

@@ -213,6 +213,38 @@ def test_404_is_not_retried_503_is_retried_then_recorded_and_429_retry_after_is_
 
 
 @pytest.mark.slow
+def test_a_host_that_keeps_failing_is_parked_and_the_rest_recorded_unsent(scripted, tmp_path):
+    """C10, second half: after `max_host_failures` consecutive failed attempts the host is parked;
+    its remaining requests are recorded `host_parked` without reaching it, each URL once."""
+    from lookbench_live.warehouse.lake import Lake
+
+    collections = [f"c{i}" for i in range(24)]
+    routes = {"/robots.txt": (404, {}, b""), "/products.json?limit=250&page=1": (200, JSON, products_json())}
+    for name in collections:
+        routes[f"/collections/{name}/products.json?limit=250&page=1"] = (503, {}, b"")
+    server = scripted(routes)
+    crawl = FAST.model_copy(update={"max_host_failures": 4})
+    site = shop(server.base, collections=collections)
+    result = run_crawl(site, crawl, str(tmp_path), "r", timeout_s=120)
+    sent = [p for p in server.paths() if p.startswith("/collections/")]
+    # Unparked: 24 collections x 3 attempts = 72 requests. Parked after 4 failures in a row, only
+    # what had already passed the middleware into the downloader's queue (CONCURRENT_REQUESTS,
+    # 16) is still sent; no retry is.
+    assert len(sent) <= 4 + 16, sent
+    assert len(set(sent)) == len(sent)  # nothing retried once the host failed
+    # A request sent before the parking but whose retry came after it is recorded parked too.
+    assert set(result.rejections_by_reason) <= {"http_503", "host_parked"}
+    assert result.rejections_by_reason["host_parked"] >= 24 - len(sent)
+    rows = Lake(str(tmp_path)).read("rejections").to_pylist()
+    recorded = sorted(
+        r["item"].split("/collections/")[1].split("/")[0] for r in rows if "/collections/" in r["item"]
+    )
+    assert recorded == sorted(collections)  # every collection recorded exactly once
+    parked = [r for r in rows if r["reason"] == "host_parked"]
+    assert parked and all("4 consecutive failed attempts" in r["detail"] for r in parked)
+
+
+@pytest.mark.slow
 def test_private_address_is_refused_without_allow_private(scripted, tmp_path):
     server = scripted(
         {"/robots.txt": (200, {}, b""), "/products.json?limit=250&page=1": (200, JSON, products_json(1))}
