@@ -69,7 +69,6 @@ def plan_generation_shards(
     (`runner.batched`), and whole batches are dealt to the shards in plan order: a shard's
     `run_generation(only_ids=...)` then forms the same batches, so every image has the same
     `batch_id` and the same bits as in the unsharded run."""
-    from lookbench_live.generation.runner import batched
     from lookbench_live.generation.synthesis import plan_generation
     from lookbench_live.schema.records import Generation
     from lookbench_live.schema.taxonomy import default_taxonomy
@@ -80,15 +79,24 @@ def plan_generation_shards(
     products = conditioning_products(lake, window)
     choice, requests = plan_generation(settings.generation, default_taxonomy(), products, spec.version)
     done = {key[0] for key in lake.keys(Generation.__table__)}
-    batches = batched([r for r in requests if r.generation_id not in done], settings.generation.batch_size)
-    shards = [[r.generation_id for batch in batches[i::count] for r in batch] for i in range(count)]
-    if choice.is_tiny_local and batches:
+    shards = deal_batches(requests, done, settings.generation.batch_size, count)
+    if choice.is_tiny_local and shards:
         # Built once here, not by every worker at once (each would build and race to rename).
         from lookbench_live.generation.synthesis import tiny_cache_dir
         from lookbench_live.generation.tiny import ensure_tiny_pipeline
 
         ensure_tiny_pipeline(tiny_cache_dir(lake), choice.words)
-    return products, [ids for ids in shards if ids], len(requests)
+    return products, shards, len(requests)
+
+
+def deal_batches(requests: list[Any], done: set[str], batch_size: int, count: int) -> list[list[str]]:
+    """The missing requests' generation_ids in up to `count` shards of whole batches: the batches
+    `run_generation` would form (`runner.batched`), dealt in plan order (batch i to shard i % count)."""
+    from lookbench_live.generation.runner import batched
+
+    batches = batched([r for r in requests if r.generation_id not in done], batch_size)
+    shards = [[r.generation_id for batch in batches[i::count] for r in batch] for i in range(count)]
+    return [ids for ids in shards if ids]
 
 
 def generate_in_shards(spec: RunSpec, settings: Settings, count: int) -> list[dict[str, Any]]:
