@@ -81,6 +81,7 @@ def test_run_dedup_with_the_sharded_search_decides_the_same(tmp_path: Path) -> N
     assert calls and all(n == 3 for n in calls)
     assert first.dropped and first.kept
     assert (second.kept, second.dropped) == (first.kept, first.dropped)
+
     def stable(lake: Lake) -> dict:  # all but the row's own timestamp
         return {s: {k: v for k, v in r.items() if k != "created_at"} for s, r in decisions(lake).items()}
 

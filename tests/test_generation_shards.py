@@ -42,7 +42,9 @@ def test_shards_of_whole_batches_make_the_same_images_as_one_call(tmp_path: Path
     conditioning = products(sharded)
     _, requests = plan_generation(SETTINGS, taxonomy(), conditioning)
     shards = deal_batches(requests, set(), SETTINGS.batch_size, 2)
-    assert len(shards) == 2 and sorted(i for ids in shards for i in ids) == sorted(r.generation_id for r in requests)
+    assert len(shards) == 2 and sorted(i for ids in shards for i in ids) == sorted(
+        r.generation_id for r in requests
+    )
     assert len({r.batch_key() for r in requests}) > 1  # both modes, so batches of several groups
     made = [
         run_generation(
