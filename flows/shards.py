@@ -147,21 +147,27 @@ def embed_shard(
 
 def submit_embedding(
     spec: RunSpec, settings: Settings, release_path: str, models: list[str | None]
-) -> dict[str | None, list[Any]]:
-    """Submit every model's embedding shards at once (the baseline needs no GPU); model -> futures."""
+) -> dict[str | None, list[Any] | Exception]:
+    """Submit every model's embedding shards at once (the baseline needs no GPU); model -> its
+    futures, or the error that kept them from being submitted (raised at its turn, per model)."""
     count = embedding_shards(settings)
-    futures: dict[str | None, list[Any]] = {}
+    futures: dict[str | None, list[Any] | Exception] = {}
     for model in models:
         gpu = model is not None and uses_gpu(settings.evaluation.device)
         args = [(spec, release_path, model, i, count) for i in range(count)]
-        futures[model] = submit_sharded(embed_shard, args, gpu=gpu, flows=settings.flows)
+        try:
+            futures[model] = submit_sharded(embed_shard, args, gpu=gpu, flows=settings.flows)
+        except RuntimeError as exc:  # no GPU worker: that model fails, as it would in the flow process
+            futures[model] = exc
     return futures
 
 
-def merge_embedding(spec: RunSpec, futures: list[Any]) -> list[dict[str, Any]]:
+def merge_embedding(spec: RunSpec, futures: list[Any] | Exception) -> list[dict[str, Any]]:
     """Wait for one model's shards (a failed one raises) and fold their parts into its cache."""
     from lookbench_live.evaluation.shards import merge_shards
 
+    if isinstance(futures, Exception):
+        raise futures
     outcomes = [future.result() for future in futures]
     if outcomes:
         merge_shards(Lake(spec.home), spec.version, outcomes[0]["model"], len(outcomes))
