@@ -121,6 +121,10 @@ class DedupSettings(Section):
     embedding_model: str | None = None  # optional second stage; off by default
     embedding_threshold: float = Field(default=0.95, gt=0, le=1)
     embedding_batch_size: int = Field(default=16, ge=1)
+    # The near-duplicate search as this many tasks on the flow's task runner, split by hash-prefix
+    # buckets of multi-index parts (dedup/shards.py); the decisions stay in the flow, the same as
+    # unsharded. 1: the search runs in the flow process.
+    shards: int = Field(default=1, ge=1, le=256)
 
 
 class GenerationSettings(Section):
@@ -144,6 +148,10 @@ class GenerationSettings(Section):
     attributes_per_item: int = Field(default=3, ge=1, le=12)  # attribute values named per garment
     templates: str | None = None  # prompt templates JSON; None: the packaged generation/templates.json
     cpu_threads: int | None = Field(default=None, ge=1)  # torch CPU threads, None: 1 (bits depend on it)
+    # The planned requests as this many tasks on a Dask or Ray runner (whole batches, dealt in plan
+    # order), each on a worker of its own (`resources={"GPU": 1}` when the device is cuda). 1, or
+    # the thread runner (torch's thread count is per process): generation runs in the flow process.
+    shards: int = Field(default=1, ge=1, le=256)
 
 
 class AnnotationSettings(Section):
@@ -245,12 +253,19 @@ class EvaluationSettings(Section):
     trust_remote_code: bool = False  # needed by models that ship their code (GR-Lite)
     device: str = "cpu"
     report_samples: int = Field(default=4, ge=0, le=50)  # sample queries per subset in the report grids
+    # Embedding the release's images per model as this many tasks on a Dask or Ray runner (images
+    # split by sha256), merged into the model's embedding cache before scoring in the flow.
+    # 1, or the thread runner: embedding runs in the flow process.
+    shards: int = Field(default=1, ge=1, le=256)
 
 
 class FlowSettings(Section):
     task_runner: Literal["thread", "dask", "ray"] = "thread"
     dask_address: str | None = None
     dask_workers: int = Field(default=2, ge=1)
+    # Resources each worker of the temporary local cluster advertises, e.g. {GPU = 1} on a one-GPU
+    # machine; a remote cluster's workers declare theirs (`dask worker --resources GPU=1`).
+    dask_worker_resources: dict[str, float] = Field(default_factory=dict)
     schedule_cron: str = "0 3 1 * *"
     timezone: str = "UTC"
 

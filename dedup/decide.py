@@ -34,12 +34,12 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from lookbench_live.config import DedupSettings
-from lookbench_live.dedup.index import is_hash, pack, range_pairs
+from lookbench_live.dedup.index import Pairs, is_hash, pack, range_pairs
 from lookbench_live.dedup.known import KnownHashes, load_known_hashes
 from lookbench_live.schema.hashing import HASH_METHOD, ImageHashes, fine_phash, hamming, hash_bytes
 from lookbench_live.schema.records import DedupDecision, Rejection
@@ -63,6 +63,9 @@ _IMAGE_COLUMNS = [
     "first_seen_at",
 ]
 _FAR = dt.datetime.max.replace(tzinfo=dt.UTC)
+
+# (packed queries, packed targets, radius) -> every pair within radius, as `range_pairs` gives.
+PairSearch = Callable[[Any, Any, int], Pairs]
 
 
 @dataclass(slots=True)
@@ -193,13 +196,13 @@ class _Match:
 
 
 def _neighbours(
-    queries: list[ImageHashes], targets: list[ImageHashes], radius: int
+    queries: list[ImageHashes], targets: list[ImageHashes], radius: int, search: PairSearch = range_pairs
 ) -> dict[int, dict[int, int]]:
     """query -> {target: min pHash distance over (q, t) and (q, mirror(t))} within `radius`."""
     if not queries or not targets:
         return {}
     index = pack([t.phash for t in targets] + [t.phash_mirror for t in targets])
-    pairs = range_pairs(pack([q.phash for q in queries]), index, radius)
+    pairs = search(pack([q.phash for q in queries]), index, radius)
     count = len(targets)
     found: dict[int, dict[int, int]] = {}
     for q, t, d in zip(
@@ -215,8 +218,13 @@ def _dhash_distance(a: ImageHashes, b: ImageHashes) -> int:
     return hamming(a.dhash, b.dhash) if is_hash(a.dhash) and is_hash(b.dhash) else 64
 
 
-def run_dedup(lake: Lake, settings: DedupSettings, run_id: str) -> DedupResult:
+def run_dedup(
+    lake: Lake, settings: DedupSettings, run_id: str, *, search: PairSearch | None = None
+) -> DedupResult:
     """Decide every `ok` image that has no `dedup_decisions` row yet; see the module doc for the rule.
+
+    `search` replaces the pair search (`range_pairs`); it must return the same pairs, e.g. the
+    flow's sharded search over its task runner (dedup/shards.py), so the decisions are the same.
 
     Idempotent: the decisions go to the lake in one append, keyed by sha256, so a killed call
     leaves none and a rerun writes the same ones; a call with nothing undecided writes nothing.
@@ -283,11 +291,13 @@ def run_dedup(lake: Lake, settings: DedupSettings, run_id: str) -> DedupResult:
     first_pending = len(references)
     search_radius = settings.radius
     hashes = [n.image.hashes for n in nodes]
-    near = _neighbours([img.hashes for img in candidates], hashes, search_radius)  # type: ignore[misc]
+    find = search or range_pairs
+    near = _neighbours([img.hashes for img in candidates], hashes, search_radius, find)  # type: ignore[misc]
     known_near = _neighbours(
         [img.hashes for img in candidates],  # type: ignore[misc]
         [ImageHashes(p, m, "", HASH_METHOD) for p, m in zip(known.phash, known.phash_mirror, strict=True)],
         settings.radius,
+        find,
     )
     known_by_sha = {sha: i for i, sha in enumerate(known.sha256) if sha}
 

@@ -138,6 +138,13 @@ class OpenClipEmbedder:
         return np.concatenate(rows).astype(np.float32) if rows else np.zeros((0, 0), np.float32)
 
 
+def embedder_name(model: str | None) -> str:
+    """The name `load_embedder(model)` files results under, without loading anything."""
+    if model is None or model in ("baseline", BASELINE_NAME):
+        return BASELINE_NAME
+    return model
+
+
 def load_embedder(
     model: str | None, *, trust_remote_code: bool = False, batch_size: int = 32, device: str = "cpu"
 ) -> ImageEmbedder:

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from lookbench_live.evaluation.baseline import BASELINE_NAME
-from lookbench_live.evaluation.embedders import ImageEmbedder, load_embedder
+from lookbench_live.evaluation.embedders import ImageEmbedder, embedder_name, load_embedder
 from lookbench_live.evaluation.labels import encode_labels
 from lookbench_live.evaluation.metrics import (
     DEFAULT_KS,
@@ -109,34 +109,43 @@ def embed_release(
     vectors = load_cache(lake, data.version, embedder.name) if use_cache else {}
     missing = [s for s in required if s not in vectors]
     if missing:
-        pending_sha: list[str] = []
-        pending_bytes: list[bytes] = []
-
-        def flush() -> None:
-            rows = embedder.embed(pending_bytes)
-            if rows.shape[0] != len(pending_sha):
-                raise EmbeddingsError(
-                    f"model {embedder.name} returned {rows.shape[0]} rows for {len(pending_sha)} images"
-                )
-            for sha, row in zip(pending_sha, rows, strict=True):
-                vectors[sha] = np.asarray(row, np.float32)
-            pending_sha.clear()
-            pending_bytes.clear()
-
-        for sha, image in iter_images(lake, data, missing):
-            pending_sha.append(sha)
-            pending_bytes.append(image)
-            if len(pending_sha) >= EMBED_BATCH:
-                flush()
-        if pending_sha:
-            flush()
-        absent = [s for s in missing if s not in vectors]
-        if absent:
-            raise EmbeddingsError(
-                f"image {absent[0]} of release {data.version} has no bytes in the release files"
-            )
+        vectors.update(embed_images(lake, data, embedder, missing))
         if use_cache:
             save_cache(lake, data.version, embedder.name, vectors)
+    return vectors
+
+
+def embed_images(
+    lake: Lake, data: ReleaseData, embedder: ImageEmbedder, wanted: Sequence[str]
+) -> dict[str, np.ndarray]:
+    """sha256 -> embedding of the `wanted` images of the release, `EMBED_BATCH` at a time."""
+    vectors: dict[str, np.ndarray] = {}
+    pending_sha: list[str] = []
+    pending_bytes: list[bytes] = []
+
+    def flush() -> None:
+        rows = embedder.embed(pending_bytes)
+        if rows.shape[0] != len(pending_sha):
+            raise EmbeddingsError(
+                f"model {embedder.name} returned {rows.shape[0]} rows for {len(pending_sha)} images"
+            )
+        for sha, row in zip(pending_sha, rows, strict=True):
+            vectors[sha] = np.asarray(row, np.float32)
+        pending_sha.clear()
+        pending_bytes.clear()
+
+    for sha, image in iter_images(lake, data, wanted):
+        pending_sha.append(sha)
+        pending_bytes.append(image)
+        if len(pending_sha) >= EMBED_BATCH:
+            flush()
+    if pending_sha:
+        flush()
+    absent = [s for s in wanted if s not in vectors]
+    if absent:
+        raise EmbeddingsError(
+            f"image {absent[0]} of release {data.version} has no bytes in the release files"
+        )
     return vectors
 
 
@@ -187,11 +196,15 @@ def run_evaluation(
         name = model or f"submitted:{embeddings.rsplit('/', 1)[-1]}"
         source = f"embeddings file {embeddings}"
     else:
-        embedder = load_embedder(
-            model, trust_remote_code=trust_remote_code, batch_size=batch_size, device=device
-        )
-        vectors = embed_release(lake, data, embedder)
-        name = embedder.name
+        name = embedder_name(model)
+        vectors = load_cache(lake, data.version, name)
+        if any(s not in vectors for s in data.all_sha256()):
+            # Loaded only when something is left to embed: after sharded embedding (the flow on
+            # Dask) or a finished earlier run, scoring needs no model, GPU or weights here.
+            embedder = load_embedder(
+                model, trust_remote_code=trust_remote_code, batch_size=batch_size, device=device
+            )
+            vectors = embed_release(lake, data, embedder)
         source = f"model {name}"
     run = EvaluationRun(release=data.version, model=name, after=after)
     wanted = [s for s in data.subsets() if subsets is None or s in subsets]

@@ -103,8 +103,11 @@ def load_cache(lake: Lake, version: str, model: str) -> dict[str, np.ndarray]:
         return {}
 
 
-def save_cache(lake: Lake, version: str, model: str, vectors: dict[str, np.ndarray]) -> str:
-    path = cache_path(lake, version, model)
+def save_cache(
+    lake: Lake, version: str, model: str, vectors: dict[str, np.ndarray], *, path: str | None = None
+) -> str:
+    """Write `vectors` atomically to the model's cache (or to `path`, a shard's part file)."""
+    path = path or cache_path(lake, version, model)
     shas = sorted(vectors)
     table = pa.table(
         {

@@ -26,7 +26,7 @@ from typing import Any
 from prefect import flow, get_run_logger
 
 from lookbench_live.config import Settings, load_settings
-from lookbench_live.flows import ledger, stages
+from lookbench_live.flows import ledger, shards, stages
 from lookbench_live.flows.progress import stage_counts, stage_progress
 from lookbench_live.flows.runtime import RunSpec, default_as_of, parse_moment, task_runner
 from lookbench_live.flows.summary import markdown_summary, publish_artifact, rejection_counts
@@ -122,8 +122,16 @@ def ingest(run: Run) -> Run:
     return run
 
 
+def dedup_pass(run: Run, label: str) -> None:
+    """One dedup pass: in the flow process, or with its pair searches as `dedup.shards` tasks."""
+    if shards.dedup_shards(run.settings) == 1:
+        run.stage_summary("dedup").append(stages.dedup(run.spec, label))
+    else:
+        run.stage_summary("dedup").append(shards.dedup_in_shards(run.spec, run.settings, label))
+
+
 def dedup_real(run: Run) -> Run:
-    run.stage_summary("dedup").append(stages.dedup(run.spec, "real"))
+    dedup_pass(run, "real")
     return run
 
 
@@ -143,12 +151,17 @@ def annotate_real(run: Run) -> Run:
 
 
 def generate(run: Run) -> Run:
-    run.summary["stages"]["generate"] = stages.generate(run.spec)
+    """Generation in the flow process, or as `generation.shards` tasks on Dask/Ray workers."""
+    count = shards.generation_shards(run.settings)
+    if count == 1:
+        run.summary["stages"]["generate"] = stages.generate(run.spec)
+    else:
+        run.summary["stages"]["generate"] = shards.generate_in_shards(run.spec, run.settings, count)
     return run
 
 
 def dedup_aigen(run: Run) -> Run:
-    run.stage_summary("dedup").append(stages.dedup(run.spec, "aigen"))
+    dedup_pass(run, "aigen")
     return run
 
 
@@ -286,8 +299,18 @@ def evaluate(run: Run) -> Run:
     from lookbench_live.evaluation.evaluate import evaluation_records, run_evaluation
 
     settings = run.settings.evaluation
-    for model in [None, *settings.models]:
+    models: list[str | None] = [None, *settings.models]
+    # With `evaluation.shards` on Dask/Ray, every model's images are embedded as tasks first (all
+    # models at once); each model's parts are merged into its cache, then scored here as usual.
+    embedding = (
+        shards.submit_embedding(run.spec, run.settings, run.staged.path, models)
+        if shards.embedding_shards(run.settings) > 1
+        else {}
+    )
+    for model in models:
         try:
+            if model in embedding:
+                run.stage_summary("evaluate").extend(shards.merge_embedding(run.spec, embedding[model]))
             result = run_evaluation(
                 run.lake,
                 run.spec.version,

@@ -87,14 +87,15 @@ def task_runner(flows: FlowSettings) -> Any:
             ) from exc
         if flows.dask_address:
             return DaskTaskRunner(address=flows.dask_address)
-        return DaskTaskRunner(
-            cluster_kwargs={
-                "n_workers": flows.dask_workers,
-                "threads_per_worker": 1,
-                "processes": True,
-                "dashboard_address": None,
-            }
-        )
+        cluster: dict[str, Any] = {
+            "n_workers": flows.dask_workers,
+            "threads_per_worker": 1,
+            "processes": True,
+            "dashboard_address": None,
+        }
+        if flows.dask_worker_resources:
+            cluster["resources"] = dict(flows.dask_worker_resources)
+        return DaskTaskRunner(cluster_kwargs=cluster)
     if flows.task_runner == "ray":
         try:
             from prefect_ray import RayTaskRunner
@@ -106,3 +107,49 @@ def task_runner(flows: FlowSettings) -> Any:
     from prefect.task_runners import ThreadPoolTaskRunner
 
     return ThreadPoolTaskRunner(max_workers=4)
+
+
+def runs_in_worker_processes(flows: FlowSettings) -> bool:
+    """Whether the runner's tasks run in processes of their own (Dask, Ray), not threads of the
+    flow: torch's thread count and loaded models are per process, so GPU/torch stages shard
+    only there."""
+    return flows.task_runner in ("dask", "ray")
+
+
+def uses_gpu(device: str | None) -> bool:
+    """Whether a stage configured with `device` needs a GPU: "cuda", "cuda:N"; None means "cuda
+    when present", which a worker decides for itself (no resource is asked for)."""
+    return device is not None and device.split(":", 1)[0] == "cuda"
+
+
+def submit_sharded(task: Any, shards: list[tuple[Any, ...]], *, gpu: bool, flows: FlowSettings) -> list[Any]:
+    """Submit `task(*args)` for each args tuple of `shards` to the flow's task runner.
+
+    With `gpu` on a Dask runner each task carries `resources={"GPU": 1}` (prefect-dask's
+    documented way: `dask.annotate` around `.submit`), so the scheduler places it only on a
+    worker that declared a GPU (`dask worker --resources GPU=1`, or `flows.dask_worker_resources`)
+    and never two on one GPU at a time. Ray and threads take the tasks as they are."""
+    if not (gpu and flows.task_runner == "dask"):
+        return [task.submit(*args) for args in shards]
+    import dask
+
+    _require_gpu_workers()
+    with dask.annotate(resources={"GPU": 1}):
+        return [task.submit(*args) for args in shards]
+
+
+def _require_gpu_workers() -> None:
+    """A task asking for a GPU that no worker has waits forever: fail with the fix instead."""
+    from prefect.context import FlowRunContext
+
+    context = FlowRunContext.get()
+    client = getattr(getattr(context, "task_runner", None), "client", None) if context else None
+    if client is None:
+        return
+    workers = client.scheduler_info(n_workers=-1).get("workers", {})
+    if not any(w.get("resources", {}).get("GPU", 0) >= 1 for w in workers.values()):
+        raise RuntimeError(
+            "a stage's device is cuda but no Dask worker declares a GPU resource: start workers with "
+            "`dask worker --resources GPU=1` (or set flows.dask_worker_resources = {GPU = 1} for the "
+            "local cluster), or set the stage's device to cpu"
+        )

@@ -26,7 +26,7 @@ import io
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -139,6 +139,7 @@ def run_generation(
     image_generator: ImageGenerator | None = None,
     now: dt.datetime | None = None,
     cycle: str = "",
+    only_ids: Collection[str] | None = None,
 ) -> GenerationResult:
     """Make the AIGen-Studio and AIGen-StreetLook images of this run that are not in the lake yet.
 
@@ -149,11 +150,17 @@ def run_generation(
     stamps `first_seen_at`/`fetched_at` of new rows, so a run "as of" a date lands in that
     date's release window; default: the current time. `cycle` (the release version) derives
     this release's seeds: a new cycle plans new ids, the same cycle the same ids.
+    `only_ids` restricts the call to those planned generation_ids (one shard of the flow's; the
+    counts are of that subset): whole batches of the full plan's `batched(...)` give the same
+    batches, hence the same bits, as the unsharded call.
     """
     if now is not None and now.tzinfo is None:
         raise ValueError("run_generation(now=...) must be timezone-aware (UTC)")
     started = time.perf_counter()
     choice, requests = plan_generation(settings, taxonomy, products, cycle)
+    if only_ids is not None:
+        wanted = set(only_ids)
+        requests = [r for r in requests if r.generation_id in wanted]
     result = GenerationResult(run_id=run_id, model=choice.name, model_is_tiny_local=choice.is_tiny_local)
     result.planned = len(requests)
     done = {key[0] for key in lake.keys(Generation.__table__)}

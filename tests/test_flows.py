@@ -278,8 +278,9 @@ def test_a_dask_refresh_over_two_vlm_endpoints_one_killed_builds_the_same_releas
     tmp_path: Path, cli: str
 ) -> None:
     """Issue 14 §4: a refresh on a local Dask cluster of 2 workers, annotating over 2 vLLM-like
-    endpoints of which one is stopped mid-run, publishes the same release bytes as the thread
-    runner over one endpoint. (Annotation runs in the flow process, over the endpoint pool.)"""
+    endpoints of which one is stopped mid-run, with generation, evaluation embedding and the dedup
+    search also as shards on the workers, publishes the same release bytes and scores as the
+    thread runner over one endpoint (where every one of those stages runs in the flow process)."""
     import sqlite3
     import threading
 
@@ -289,11 +290,14 @@ def test_a_dask_refresh_over_two_vlm_endpoints_one_killed_builds_the_same_releas
         runner = '[flows]\ntask_runner = "dask"\ndask_workers = 2\n' if dask else ""
         listed = ", ".join(f'"{u}"' for u in urls)
         shards = "shards = 2\n" if dask else ""  # annotation as 2 tasks on the Dask workers
+        # Generation, evaluation embedding and the dedup search as 2 tasks each on the workers.
+        sharded = "".join(f"[{stage}]\nshards = 2\n" for stage in ("generation", "evaluation", "dedup"))
         # The loopback VLM answers no street-look truth, so the street subsets come out empty: the
         # release is committed held (content check X8), with its files and manifest all the same.
         hold = '[release]\non_shortfall = "hold"\n'
         path.write_text(
-            f'{runner}{hold}[annotation]\nbase_urls = [{listed}]\nmodel = "loopback-vlm"\n{shards}'
+            f"{runner}{hold}{sharded if dask else ''}"
+            f'[annotation]\nbase_urls = [{listed}]\nmodel = "loopback-vlm"\n{shards}'
         )
         return path
 
@@ -340,12 +344,22 @@ def test_a_dask_refresh_over_two_vlm_endpoints_one_killed_builds_the_same_releas
         a.stop()
     assert run.returncode == 0, run.stderr[-4000:]
     assert b.total >= 5 and a.total > served_by_a_at_kill[0], "b was not stopped mid-run"
-    with sqlite3.connect(prefect_home / "prefect.db") as db:  # annotation ran as tasks on the workers
+    with sqlite3.connect(prefect_home / "prefect.db") as db:  # the shards ran as tasks on the workers
         shard_runs = db.execute(
-            "SELECT state_type FROM task_run WHERE name LIKE 'annotate-shard-%'"
+            "SELECT name, state_type FROM task_run WHERE name LIKE '%-shard-%'"
         ).fetchall()
-    assert [state for (state,) in shard_runs] == ["COMPLETED"] * 4  # 2 passes × 2 shards
-    assert read_manifest(Lake(home_dask), VERSION)["annotation_mode"] == "vlm"
+    states: dict[str, list[str]] = {}
+    for name, state in shard_runs:
+        states.setdefault(name.rsplit("-", 1)[0], []).append(state)
+    assert states.pop("annotate-shard") == ["COMPLETED"] * 4  # 2 passes × 2 shards
+    assert states.pop("generate-shard") == ["COMPLETED"] * 2
+    assert states.pop("embed-shard") == ["COMPLETED"] * 2  # the baseline's images, 2 shards
+    searches = states.pop("dedup-search-shard")  # 2 per range search, 2 searches a pass
+    assert searches == ["COMPLETED"] * len(searches) and len(searches) >= 4 and len(searches) % 2 == 0
+    assert states == {}
+    manifest = read_manifest(Lake(home_dask), VERSION)
+    assert manifest["annotation_mode"] == "vlm"
+    assert manifest["evaluation"] == read_manifest(Lake(home_thread), VERSION)["evaluation"]
     assert parquet_checksums(home_dask) == parquet_checksums(home_thread)
     annotated = (
         Lake(home_dask).read("annotations").select(["sha256", "bbox", "task", "prompt_version"]).to_pylist()
