@@ -14,6 +14,7 @@ flow process, whatever `shards` says. Tasks that need a GPU (device "cuda") carr
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from prefect import task
@@ -31,11 +32,28 @@ from lookbench_live.flows.runtime import (
 from lookbench_live.flows.stages import _context, _stamp, _summary, conditioning_products
 from lookbench_live.warehouse.lake import Lake
 
+log = logging.getLogger(__name__)
+
+
+def _shard_count(settings: Settings, stage: str, configured: int) -> int:
+    if runs_in_worker_processes(settings.flows):
+        return configured
+    if configured > 1:
+        # Said once per step so a user who set `shards` sees why nothing spread out.
+        log.info(
+            "%s.shards = %d ignored: the %s task runner shares one process; %s runs in the flow",
+            stage,
+            configured,
+            settings.flows.task_runner,
+            stage,
+        )
+    return 1
+
 
 # ---------------------------------------------------------------------- generation
 def generation_shards(settings: Settings) -> int:
     """How many generation tasks the generate step submits (1: it runs in the flow process)."""
-    return settings.generation.shards if runs_in_worker_processes(settings.flows) else 1
+    return _shard_count(settings, "generation", settings.generation.shards)
 
 
 @task(name="generate-shard")
@@ -119,7 +137,7 @@ def generate_in_shards(spec: RunSpec, settings: Settings, count: int) -> list[di
 # ---------------------------------------------------------------------- evaluation embedding
 def embedding_shards(settings: Settings) -> int:
     """How many embedding tasks per model the evaluate step submits (1: none, it embeds itself)."""
-    return settings.evaluation.shards if runs_in_worker_processes(settings.flows) else 1
+    return _shard_count(settings, "evaluation", settings.evaluation.shards)
 
 
 @task(name="embed-shard")
