@@ -173,6 +173,9 @@ class AnnotationSettings(Section):
     flush_seconds: float = Field(default=5.0, gt=0)  # … or this often, whichever comes first
     max_consecutive_failures: int = Field(default=50, ge=1)  # transient failures in a row that stop the run
     page_text_in_prompt: bool = False  # put the (fenced, sanitized) product title into VLM prompts
+    # Product photos (VLM mode): ground first and annotate the product's own item, its box going
+    # to the release's `bbox` (docs/annotation.md "Product photos"); false: whole image, one request.
+    product_boxes: bool = True
 
     @field_validator("base_url")
     @classmethod
