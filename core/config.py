@@ -248,9 +248,12 @@ class ReleaseSettings(Section):
             return None
         value = value.strip()
         # It is rendered into Markdown, YAML front matter and JSON-LD: one plain line only.
-        if not value or any(c in value for c in "\r\n\t<>`\"") or any(ord(c) < 32 for c in value):
+        if not value or any(c in value for c in '\r\n\t<>`"') or any(ord(c) < 32 for c in value):
             raise ValueError("contact must be one line without <, >, backquotes or quotes")
-        if not (value.startswith(("https://", "http://", "mailto:")) or re.fullmatch(r"[^@\s]+@[^@\s]+\.[^@\s]+", value)):
+        if not (
+            value.startswith(("https://", "http://", "mailto:"))
+            or re.fullmatch(r"[^@\s]+@[^@\s]+\.[^@\s]+", value)
+        ):
             raise ValueError("contact must be an e-mail address or an http(s) / mailto: URL")
         return value
 
