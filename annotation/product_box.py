@@ -12,7 +12,8 @@ The box is the union of the matched items (a pair of shoes is one product). A bo
 at least `FILLS_IMAGE` of the photo is the whole image (a flat shot needs no crop). Without
 a match the whole image is used and the reason is recorded (`ProductBox.reason`):
 `product_item_none` (nothing detected), `product_item_not_found` (no item of the product's
-category), `product_item_ambiguous` (rule 2 or 3 found several categories).
+category), `product_item_ambiguous` (rule 2 or 3 found several categories),
+`product_item_implausible` (the matched box is under 1 % of the photo or thinner than 1:20).
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ from lookbench_live.schema.taxonomy import Taxonomy
 
 Box = tuple[int, int, int, int]
 FILLS_IMAGE = 0.9  # share of the photo above which the product's box is the whole image
+# A product is not a speck: a matched box under this share of the photo (or thinner than
+# MAX_ASPECT to 1) is a detection error, and the whole image is safer than its crop.
+MIN_SHARE = 0.01
+MAX_ASPECT = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +80,9 @@ def pick_product_box(
     whole = max(1, size[0] * size[1])
 
     def fitted(box: Box, chosen: str) -> ProductBox:
+        width, height = box[2] - box[0], box[3] - box[1]
+        if _area(box) < MIN_SHARE * whole or max(width, height) > MAX_ASPECT * max(1, min(width, height)):
+            return ProductBox(None, chosen, "product_item_implausible", f"{chosen} box {list(box)} in {size}")
         return ProductBox(None if _area(box) >= FILLS_IMAGE * whole else box, chosen)
 
     if not items:

@@ -81,6 +81,11 @@ def test_no_match_is_the_whole_image_with_the_reason() -> None:
     # A flat shot: the product fills the photo, no crop and nothing to explain.
     flat = pick_product_box(TAXONOMY, "belt", [item("belt", (5, 5, 398, 596))], SIZE)
     assert flat.box is None and flat.reason is None
+    # A speck or a sliver is a detection error, not the product.
+    speck = pick_product_box(TAXONOMY, "belt", [item("belt", (10, 10, 30, 30))], SIZE)
+    assert speck.box is None and speck.reason == "product_item_implausible"
+    sliver = pick_product_box(TAXONOMY, "belt", [item("belt", (0, 100, 400, 110))], SIZE)
+    assert sliver.box is None and sliver.reason == "product_item_implausible"
     # The source names no category: the largest item is the product.
     unknown = pick_product_box(
         TAXONOMY, None, [item("hat", (0, 0, 100, 80)), item("coat", (0, 60, 400, 500))], SIZE
