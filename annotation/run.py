@@ -626,17 +626,12 @@ class VLMRun:
                 self._transient(unit, bbox, task, exc)
             else:
                 self.consecutive_failures = 0
-                self.sink.add(
-                    self._terminal(
-                        unit,
-                        bbox,
-                        task,
-                        exc.reason,
-                        exc.detail,
-                        attempts=exc.attempts,
-                        latency_ms=exc.latency_ms,
-                    )
+                failed = self._terminal(
+                    unit, bbox, task, exc.reason, exc.detail, attempts=exc.attempts, latency_ms=exc.latency_ms
                 )
+                self.sink.add(failed)
+                if task == "grounding":
+                    self.grounding_rows[unit.sha256] = failed  # final: a product photo goes on whole
             return None
         self.consecutive_failures = 0
         return outcome

@@ -209,3 +209,16 @@ def test_release_publishes_the_products_box_as_a_crop(tmp_path: Path) -> None:
         assert row["raw_image"]["bytes"] == lake.get_image(photo.sha256)  # type: ignore[attr-defined]
         assert row["sha256"] == hashlib.sha256(row["image"]["bytes"]).hexdigest() != row["raw_sha256"]
         assert {"key": "color", "value": "red|white"} in row["attributes"]
+
+
+def test_a_failed_grounding_leaves_the_whole_photo_annotated_with_the_reason(tmp_path: Path) -> None:
+    fx = build_lake(tmp_path / "lake")
+    with LoopbackServer(model="m") as server:
+        server.inject(fx.shas["p1001"], "400")  # the grounding request: refused for good, not retried
+        settings = AnnotationSettings(base_url=server.base_url, model="m", flush_rows=2, concurrency=2)
+        result = run_annotation(fx.lake, settings, TAXONOMY, "r1")
+    [dress] = _attribute_rows(fx.lake, fx.shas["p1001"])
+    assert dress.status == "ok" and dress.bbox == "" and dress.category == "dress"
+    assert result.product_boxes["product_grounding_failed"] == 1
+    reasons = {(r.item, r.reason) for r in fx.lake.records("rejections")}  # type: ignore[attr-defined]
+    assert (f"{fx.shas['p1001']}|", "product_grounding_failed") in reasons
