@@ -27,7 +27,7 @@ from lookbench_live.annotation.images import PreparedImage
 from lookbench_live.annotation.pool import EndpointPool
 from lookbench_live.annotation.prior import Prior, agreement
 from lookbench_live.schema.records import Annotation, bbox_text, dumps
-from lookbench_live.schema.taxonomy import Taxonomy
+from lookbench_live.schema.taxonomy import MULTI_SEPARATOR, Taxonomy
 
 MAX_RAW_CHARS = 20_000  # raw answers kept on failed rows; longer ones are cut (and say so)
 
@@ -49,11 +49,25 @@ class AnswerInvalid(ValueError):
 def split_payload(
     taxonomy: Taxonomy, category: str, payload: dict[str, Any]
 ) -> tuple[dict[str, str], str | None]:
-    """The attribute values and main_attribute of a validated answer."""
+    """The attribute values and main_attribute of a validated answer.
+
+    A multi-valued group's list (``["red", "white"]``) is stored as one string joined with
+    :data:`MULTI_SEPARATOR` (``"red|white"``), in the model's order (most prominent first):
+    the `annotations.attributes` map and the release's `attributes` column stay string to
+    string. ``main_attribute`` is always one value.
+    """
     nested = payload.get("attributes")
     source = nested if isinstance(nested, dict) else payload
     groups = taxonomy.groups_for(category)
-    attributes = {g: str(source[g]) for g in groups if g in source and source[g] is not None}
+    attributes: dict[str, str] = {}
+    for group in groups:
+        value = source.get(group)
+        if value is None:
+            continue
+        if isinstance(value, list):
+            attributes[group] = MULTI_SEPARATOR.join(str(v) for v in value)
+        else:
+            attributes[group] = str(value)
     main = payload.get("main_attribute")
     return attributes, (str(main) if main else None)
 
@@ -166,10 +180,12 @@ class VLMAnnotator:
         """Attribute values of one image or crop of a known category."""
         box = bbox_text(bbox)
         messages = prompts.attributes_messages(self.taxonomy, category, image.data_url, context=context)
-        schema = self.taxonomy.json_schema(category)
+        # Colour and material may hold a short list (taxonomy `multi`): a striped two-colour
+        # top or a wool-silk blend has no single right value.
+        schema = self.taxonomy.json_schema(category, multi=True)
 
         def check(payload: dict[str, Any]) -> dict[str, Any]:
-            errors = self.taxonomy.validate_annotation(category, payload)
+            errors = self.taxonomy.validate_annotation(category, payload, multi=True)
             if errors:
                 raise AnswerInvalid("llm_schema_violation", "; ".join(str(e) for e in errors)[:1000])
             return payload

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lookbench_live.schema.records import Generation, Product
-from lookbench_live.schema.taxonomy import NOT_VISIBLE, Taxonomy
+from lookbench_live.schema.taxonomy import NOT_VISIBLE, Taxonomy, values_match
 
 PRIOR_MODEL = "metadata-prior"
 PRIOR_VERSION = "prior-v1"  # the prompt_version of prior annotations: bump when the mapping rules change
@@ -189,5 +189,7 @@ def agreement(
         if stated is None:
             result[group] = "prior_missing"
         else:
-            result[group] = "agree" if attributes.get(group) == stated else "disagree"
+            # A multi-valued answer ("red|white") agrees with a prior it contains ("red").
+            answer = attributes.get(group, NOT_VISIBLE)
+            result[group] = "agree" if answer == stated or values_match(answer, stated) else "disagree"
     return result

@@ -60,6 +60,7 @@ from lookbench_live.annotation.prior import (
     generation_priors,
     product_prior,
 )
+from lookbench_live.annotation.product_box import ProductBox, pick_product_box
 from lookbench_live.annotation.prompts import prompt_version
 from lookbench_live.config import AnnotationSettings, secret
 from lookbench_live.schema.records import (
@@ -105,6 +106,8 @@ class AnnotationResult:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     prior_agreement: dict[str, int] = field(default_factory=dict)  # agree | disagree | prior_missing
+    # product photos (VLM mode): "box" (the product's own item), "fills_image", or why whole image
+    product_boxes: dict[str, int] = field(default_factory=dict)
     stopped_reason: str | None = None
     seconds: float = 0.0
 
@@ -453,21 +456,10 @@ def annotate_with_prior(
             yield _prior_row(unit, taxonomy, run_id, bbox=bbox, task="attributes", prior=prior, item_ref=ref)
 
 
-LOWER_BODY = frozenset({"pants", "jeans", "skirt", "shorts", "leggings"})
-
-
 def body_rank(category: str | None, taxonomy: Taxonomy) -> int:
-    """Where on a standing person an item is worn: 0 head, 1 upper body, 2 lower body, 3 feet."""
-    if not category or category not in taxonomy.categories:
-        return 1
-    super_category = taxonomy.categories[category].super_category
-    if super_category == "shoes":
-        return 3
-    if category in LOWER_BODY:
-        return 2
-    if super_category == "accessories" and category in {"hat", "sunglasses", "scarf", "cap", "beanie"}:
-        return 0
-    return 1
+    """Where on a standing person an item is worn, head (0) to feet: the taxonomy's `body_region`
+    order, so every category (headband, glasses, socks…) has its place without a list here."""
+    return taxonomy.body_rank(category)
 
 
 def layout_bands(width: int, height: int, count: int) -> list[tuple[int, int, int, int]]:
@@ -634,17 +626,12 @@ class VLMRun:
                 self._transient(unit, bbox, task, exc)
             else:
                 self.consecutive_failures = 0
-                self.sink.add(
-                    self._terminal(
-                        unit,
-                        bbox,
-                        task,
-                        exc.reason,
-                        exc.detail,
-                        attempts=exc.attempts,
-                        latency_ms=exc.latency_ms,
-                    )
+                failed = self._terminal(
+                    unit, bbox, task, exc.reason, exc.detail, attempts=exc.attempts, latency_ms=exc.latency_ms
                 )
+                self.sink.add(failed)
+                if task == "grounding":
+                    self.grounding_rows[unit.sha256] = failed  # final: a product photo goes on whole
             return None
         self.consecutive_failures = 0
         return outcome
@@ -652,6 +639,9 @@ class VLMRun:
     async def _unit(self, unit: Unit) -> None:
         if unit.problem and not unit.multi:
             self.sink.add(_rejection(unit, *unit.problem, self.run_id))
+            return
+        if unit.kind == "product" and self.settings.product_boxes:
+            await self._product(unit)
             return
         if not unit.multi and unit.category and self.key(unit.sha256, "", "attributes") in self.stored:
             self.result.skipped_existing += 1
@@ -679,13 +669,70 @@ class VLMRun:
                 return
         await self._attributes(unit, image, None, category, unit.item_ref, unit.prior)
 
-    async def _grounding(self, unit: Unit, image: imgs.Image.Image) -> list[GroundedItem]:
+    async def _product(self, unit: Unit) -> None:
+        """A product photo: ground it, annotate the product's own item (its box), else the whole image.
+
+        The box is chosen by `pick_product_box` from the grounding row, so a rerun finds the same
+        key without a request. Grounding that failed transiently leaves the photo for the next run;
+        grounding that failed for good, or found no matching item, gives whole-image attributes
+        and a `rejections` row with the reason (docs/annotation.md, "Product photos").
+        """
+        image: imgs.Image.Image | None = None
+        if (
+            unit.sha256 not in self.grounding_rows
+            and self.key(unit.sha256, "", "grounding") not in self.stored
+        ):
+            image = await self._load(unit, "grounding")
+            if image is None:
+                return
+        items = await self._grounding(unit, image)
+        row = self.grounding_rows.get(unit.sha256)
+        if row is None and self.key(unit.sha256, "", "grounding") not in self.stored:
+            return  # transient: recorded in `rejections`, tried again by the next run
+        size = (unit.width or 0, unit.height or 0)
+        if (not size[0] or not size[1]) and image is not None:
+            size = image.size
+        if row is None or row.status != "ok":
+            pick = ProductBox(
+                None,
+                unit.category,
+                "product_grounding_failed",
+                f"grounding failed ({row.error if row else 'unknown'}): whole image",
+            )
+        else:
+            pick = pick_product_box(self.taxonomy, unit.category, items, size)
+        if pick.category is None:
+            return  # no category from the source and nothing detected: nothing to annotate
+        outcome = "box" if pick.box else (pick.reason or "fills_image")
+        bbox = bbox_text(pick.box)
+        if self.key(unit.sha256, bbox, "attributes") in self.stored:
+            self.result.skipped_existing += 1
+            return
+        self.result.product_boxes[outcome] = self.result.product_boxes.get(outcome, 0) + 1
+        if pick.reason:
+            self.sink.add(_rejection(unit, pick.reason, pick.detail, self.run_id))
+        if image is None:
+            image = await self._load(unit, "attributes")
+            if image is None:
+                return
+        await self._attributes(unit, image, pick.box, pick.category, unit.item_ref, unit.prior)
+
+    async def _load(self, unit: Unit, task: str) -> imgs.Image.Image | None:
+        """The unit's image, or None after recording why it cannot be read."""
+        try:
+            return await asyncio.to_thread(self._image, unit.sha256)
+        except imgs.ImageRejected as exc:
+            self.sink.add(self._terminal(unit, "", task, exc.reason, exc.detail))
+            return None
+
+    async def _grounding(self, unit: Unit, image: imgs.Image.Image | None) -> list[GroundedItem]:
         stored = self.grounding_rows.get(unit.sha256)
         if stored is not None or self.key(unit.sha256, "", "grounding") in self.stored:
             self.result.skipped_existing += 1
             if stored is None or stored.status != "ok":
                 return []
             return link_items(items_from_json(stored.items_json), unit.refs)
+        assert image is not None  # only a stored grounding is read without the image
         try:
             prepared = await asyncio.to_thread(self._prepare, image, None)
         except imgs.ImageRejected as exc:

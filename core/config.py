@@ -11,6 +11,7 @@ A wrong or unknown setting fails at load with its dotted name, before any work.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -184,6 +185,9 @@ class AnnotationSettings(Section):
     flush_seconds: float = Field(default=5.0, gt=0)  # … or this often, whichever comes first
     max_consecutive_failures: int = Field(default=50, ge=1)  # transient failures in a row that stop the run
     page_text_in_prompt: bool = False  # put the (fenced, sanitized) product title into VLM prompts
+    # Product photos (VLM mode): ground first and annotate the product's own item, its box going
+    # to the release's `bbox` (docs/annotation.md "Product photos"); false: whole image, one request.
+    product_boxes: bool = True
 
     @field_validator("base_url")
     @classmethod
@@ -244,6 +248,25 @@ class ReleaseSettings(Section):
     # images stay eligible, the manifest's gate says why).
     min_share_of_previous: float = Field(default=0.25, ge=0, le=1)
     on_shortfall: Literal["fail", "hold"] = "fail"
+    # Where an owner asks for an item's removal, printed in the dataset card and Croissant terms: an
+    # e-mail address or an http(s) URL. None: the crawler's `crawl.contact_url` (`Settings.contact`).
+    contact: str | None = None
+
+    @field_validator("contact")
+    @classmethod
+    def _contact(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        value = value.strip()
+        # It is rendered into Markdown, YAML front matter and JSON-LD: one plain line only.
+        if not value or any(c in value for c in '\r\n\t<>`"') or any(ord(c) < 32 for c in value):
+            raise ValueError("contact must be one line without <, >, backquotes or quotes")
+        if not (
+            value.startswith(("https://", "http://", "mailto:"))
+            or re.fullmatch(r"[^@\s]+@[^@\s]+\.[^@\s]+", value)
+        ):
+            raise ValueError("contact must be an e-mail address or an http(s) / mailto: URL")
+        return value
 
 
 class EvaluationSettings(Section):
@@ -283,6 +306,11 @@ class Settings(Section):
     release: ReleaseSettings = ReleaseSettings()
     evaluation: EvaluationSettings = EvaluationSettings()
     flows: FlowSettings = FlowSettings()
+
+    @property
+    def contact(self) -> str:
+        """The takedown contact a release's card and Croissant file print (docs/takedown.md)."""
+        return self.release.contact or self.crawl.contact_url
 
 
 def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:

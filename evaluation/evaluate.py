@@ -256,6 +256,7 @@ def _concat_codes(a: LabelCodes, b: LabelCodes) -> LabelCodes:
         np.concatenate([a.strict, b.strict]),
         np.concatenate([a.item, b.item]),
         np.concatenate([a.attr_matrix(), b.attr_matrix()]),
+        a.overlap if a.overlap is not None else b.overlap,  # one encode_labels call: the same table
     )
 
 

@@ -11,7 +11,28 @@ import pyarrow.compute as pc
 from lookbench_live.evaluation.metrics import ABSENT, NOT_VISIBLE, LabelCodes
 
 NOT_VISIBLE_VALUE = "not_visible"  # the taxonomy's value for "cannot be seen in this image"
+MULTI_SEPARATOR = "|"  # joins a multi-valued group's values in the release ("red|white")
 _SEP = "\x1f"
+
+
+def canonical_value(value: str | None) -> str | None:
+    """A group's value with a multi-valued answer's parts sorted: "white|red" -> "red|white"."""
+    if value is None or MULTI_SEPARATOR not in value:
+        return value
+    return MULTI_SEPARATOR.join(sorted({p.strip() for p in value.split(MULTI_SEPARATOR) if p.strip()}))
+
+
+def overlap_table(values: Sequence[str | None]) -> np.ndarray | None:
+    """overlap[i, j]: how many parts value strings i and j share (the diagonal: each one's number
+    of parts); None when no value is multi-valued (then a code is one value)."""
+    if not any(v is not None and MULTI_SEPARATOR in v for v in values):
+        return None
+    parts = [set(v.split(MULTI_SEPARATOR)) if v is not None else {None} for v in values]
+    table = np.zeros((len(values), len(values)), np.int8)
+    for i, left in enumerate(parts):
+        for j in range(i, len(values)):
+            table[i, j] = table[j, i] = len(left & parts[j])
+    return table
 
 
 def _codes(arrays: list[pa.Array]) -> np.ndarray:
@@ -28,6 +49,8 @@ def encode_labels(tables: Sequence[pa.Table]) -> list[LabelCodes]:
 
     Codes are comparable across the returned sets. `attributes` is the release's
     `list<struct<key, value>>` (group -> value); a missing column means no attributes.
+    A multi-valued value ("white|red") is coded by its sorted value set, and the returned
+    codes carry an `overlap` table so that it shares with "red" (docs/evaluation.md).
     """
     sizes = [t.num_rows for t in tables]
 
@@ -51,11 +74,12 @@ def encode_labels(tables: Sequence[pa.Table]) -> list[LabelCodes]:
     )
     item = _codes(column("item_ID"))
 
-    rows: list[dict[str, str]] = []
+    rows: list[dict[str, str | None]] = []
     for t in tables:
         if "attributes" in t.column_names:
             rows.extend(
-                {kv["key"]: kv["value"] for kv in (v or [])} for v in t.column("attributes").to_pylist()
+                {kv["key"]: canonical_value(kv["value"]) for kv in (v or [])}
+                for v in t.column("attributes").to_pylist()
             )
         else:
             rows.extend({} for _ in range(t.num_rows))
@@ -72,11 +96,12 @@ def encode_labels(tables: Sequence[pa.Table]) -> list[LabelCodes]:
             )
         strict_keys.append(cat_text[i] + _SEP + _SEP.join(f"{g}={r[g]}" for g in sorted(r)))
     strict = _codes([pa.array(strict_keys, pa.string())])
+    overlap = overlap_table(list(value_code))  # value_code is in code order
 
     out: list[LabelCodes] = []
     start = 0
     for n in sizes:
         sl = slice(start, start + n)
-        out.append(LabelCodes(category[sl], fine[sl], strict[sl], item[sl], attrs[sl]))
+        out.append(LabelCodes(category[sl], fine[sl], strict[sl], item[sl], attrs[sl], overlap))
         start += n
     return out

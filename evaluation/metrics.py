@@ -16,14 +16,17 @@ Metrics, all in percent (0–100), averaged over queries:
 - `coarse_recall@k`: a corpus item of the same `category` is in the top k.
 - `fine_recall@k`: same `category` and same `main_attribute` (the published score).
 - `strict_recall@k`: same category and every attribute value equal (all groups,
-  `not_visible` included).
+  `not_visible` included); a multi-valued group (`"red|white"`) is equal when its
+  value sets are equal, in any order.
 - `item_recall@k`: the same `item_ID` (the identity label look-bench scores).
 - `mrr`: mean reciprocal rank of the first *fine* hit, truncated at `K_MAX` (a query
   whose first fine hit is below rank 20, or that has none, contributes 0).
 - `ndcg@k`: graded relevance. For a query q with V visible attribute values
-  (groups whose value is not `not_visible`), an item's gain is
-  `rel = shared / V` when it has q's category (shared = groups where the item has
-  q's visible value) and 0 otherwise; when V = 0 every same-category item has rel 1.
+  (values of groups whose answer is not `not_visible`; a multi-valued answer
+  `"red|white"` counts as two values), an item's gain is `rel = shared / V` when it
+  has q's category (shared = q's visible values the item has in the same group:
+  colour `"red|white"` shares one value with `"white"` and two with `"white|red"`)
+  and 0 otherwise; when V = 0 every same-category item has rel 1.
   `DCG@k = Σ_{r=1..k} rel_r / log2(r + 1)`; `IDCG@k` is the DCG of the best possible
   ordering of the *whole* corpus (computed exactly from the corpus labels, not from
   the retrieved list); `nDCG@k = DCG@k / IDCG@k`, and 0 when IDCG@k = 0 (no item
@@ -60,6 +63,10 @@ class LabelCodes:
     strict: np.ndarray  # int64 [n], one code per (category, all attribute values)
     item: np.ndarray  # int64 [n], one code per item_ID
     attrs: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int32))  # int32 [n, G]
+    # overlap[a, b]: how many values codes a and b share ("red|white" and "white": 1; its
+    # diagonal: a code's number of values). None: every code is one value and shares only
+    # with itself. One table serves every set of one encode_labels call.
+    overlap: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.category)
@@ -79,8 +86,36 @@ class LabelCodes:
 
     def take(self, rows: np.ndarray) -> LabelCodes:
         return LabelCodes(
-            self.category[rows], self.fine[rows], self.strict[rows], self.item[rows], self.attr_matrix()[rows]
+            self.category[rows],
+            self.fine[rows],
+            self.strict[rows],
+            self.item[rows],
+            self.attr_matrix()[rows],
+            self.overlap,
         )
+
+
+def shares(a: np.ndarray, b: np.ndarray, overlap: np.ndarray | None) -> np.ndarray:
+    """Elementwise: how many values attribute codes `a` and `b` (broadcast) have in common.
+
+    Negative codes (absent, not visible) share nothing. Without an overlap table a code
+    is one value (1 when equal, else 0); with one, a multi-valued code counts each value.
+    """
+    # Small dtypes (bool, int8): callers sum over groups, and numpy sums these into int64.
+    if overlap is None:
+        return (a == b) & (a >= 0)
+    a, b = np.broadcast_arrays(a, b)
+    visible = (a >= 0) & (b >= 0)
+    return np.where(visible, overlap[np.where(visible, a, 0), np.where(visible, b, 0)], 0)
+
+
+def visible_values(attrs: np.ndarray, overlap: np.ndarray | None) -> np.ndarray:
+    """Per row, the number of visible values (a multi-valued code counts each of its values)."""
+    visible = attrs >= 0
+    if overlap is None:
+        return visible.sum(axis=1)
+    sizes = np.diagonal(overlap).astype(np.int64)
+    return np.where(visible, sizes[np.where(visible, attrs, 0)], 0).sum(axis=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,10 +211,9 @@ def graded_relevance(query: LabelCodes, corpus: LabelCodes, indices: np.ndarray)
     qa = query.attr_matrix()
     ca = corpus.attr_matrix()
     same_cat = corpus.category[indices] == query.category[:, None]
-    visible = qa >= 0  # [Q, G]
-    n_visible = visible.sum(axis=1)  # [Q]
+    n_visible = visible_values(qa, query.overlap)  # [Q]
     if qa.shape[1]:
-        shared = ((ca[indices] == qa[:, None, :]) & visible[:, None, :]).sum(axis=2)  # [Q, K]
+        shared = shares(ca[indices], qa[:, None, :], query.overlap).sum(axis=2)  # [Q, K]
     else:
         shared = np.zeros(indices.shape, np.int64)
     rel = (shared + (n_visible == 0)[:, None]) / np.maximum(n_visible, 1)[:, None]
@@ -195,7 +229,8 @@ def ideal_dcg(query: LabelCodes, corpus: LabelCodes, k: int = K_MAX, *, block: i
     """
     qa, ca = query.attr_matrix(), corpus.attr_matrix()
     n_groups = qa.shape[1]
-    levels = n_groups + 1  # number of shared values 0..G
+    n_vis_all = visible_values(qa, query.overlap)
+    levels = int(n_vis_all.max(initial=0)) + 1  # number of shared values 0..max V
     out = np.zeros((len(query), k), np.float64)
     disc = _discounts(k)
     for cat in np.unique(query.category):
@@ -206,14 +241,13 @@ def ideal_dcg(query: LabelCodes, corpus: LabelCodes, k: int = K_MAX, *, block: i
         uq, q_inv = np.unique(qa[q_rows], axis=0, return_inverse=True)
         uc, c_cnt = np.unique(ca[c_rows], axis=0, return_counts=True)
         q_inv = q_inv.reshape(-1)
-        visible = uq >= 0
-        n_vis = visible.sum(axis=1)
+        n_vis = visible_values(uq, query.overlap)
         hist = np.zeros((len(uq), levels), np.int64)  # corpus items per number of shared values
         step = max(1, block * 64 // max(1, len(uc)))
         for s in range(0, len(uq), step):
             part = uq[s : s + step]
             if n_groups:
-                shared = ((uc[None, :, :] == part[:, None, :]) & visible[s : s + step, None, :]).sum(axis=2)
+                shared = shares(uc[None, :, :], part[:, None, :], query.overlap).sum(axis=2)
             else:
                 shared = np.zeros((len(part), len(uc)), np.int64)
             flat = shared + levels * np.arange(len(part))[:, None]

@@ -189,6 +189,7 @@ def stage(run: Run) -> Run:
             seed=settings.release.seed,
             run_id=spec.run_key,
             radius=settings.dedup.radius,
+            contact=settings.contact,
         )
     except ReleaseExists:
         # Committed, but the run died before its ledger marker: the work is done.

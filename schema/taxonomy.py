@@ -54,12 +54,14 @@ _NON_ALNUM_RE = re.compile(r"[^0-9a-z]+")
 # Keys of the annotation payload that are not groups; a group may not take these names.
 _RESERVED_KEYS = frozenset({"category", "main_attribute", "other_attributes", NOT_VISIBLE})
 _TOP_KEYS = frozenset(
-    {"title", "description", "version", "super_categories", "sources", "groups", "categories"}
+    {"title", "description", "version", "super_categories", "body_regions", "sources", "groups", "categories"}
 )
 _SOURCE_KEYS = frozenset({"id", "title", "file", "origin", "licence"})
 _GROUP_KEYS = frozenset({"name", "sources", "values", "multi"})
 _VALUE_KEYS = frozenset({"name", "synonyms", "applies", "not_for"})
-_CATEGORY_KEYS = frozenset({"name", "super_category", "published", "groups", "synonyms", "sources"})
+_CATEGORY_KEYS = frozenset(
+    {"name", "super_category", "body_region", "published", "groups", "synonyms", "sources"}
+)
 # Joins the values of a multi-valued group in a flat string column ("red|white").
 MULTI_SEPARATOR = "|"
 # A group may hold at most this many values per item: more is a list of everything, not a label.
@@ -110,7 +112,9 @@ class Category:
 
     ``published`` is the name the release's ``category`` column carries (LookBench's language):
     the shoe categories publish as ``shoe``, backpack, clutch and wallet as ``bag``; most
-    categories publish under their own name.
+    categories publish under their own name. ``body_region`` is where on a standing person the
+    item is worn or held (one of the file's ``body_regions``, ordered head to feet; "" when the
+    file declares none).
     """
 
     name: str
@@ -119,6 +123,7 @@ class Category:
     synonyms: tuple[str, ...]
     sources: tuple[str, ...]
     published: str = ""
+    body_region: str = ""
 
     @property
     def published_name(self) -> str:
@@ -187,6 +192,7 @@ class Taxonomy:
     groups: dict[str, AttributeGroup]
     sources: dict[str, Source]
     super_categories: tuple[str, ...]
+    body_regions: tuple[str, ...]
     origin: str
 
     def __init__(
@@ -199,8 +205,10 @@ class Taxonomy:
         super_categories: tuple[str, ...],
         fingerprint: str,
         origin: str,
+        body_regions: tuple[str, ...] = (),
     ) -> None:
         self.version = version
+        self.body_regions = body_regions
         self.categories = categories
         self.groups = groups
         self.sources = sources
@@ -303,6 +311,20 @@ class Taxonomy:
     def multi(self, group: str) -> int:
         """How many values one item may hold in ``group`` (1: a single value)."""
         return self._group(group).multi
+
+    def body_region(self, category: str) -> str:
+        """Where ``category`` is worn or held (``"head"``, ``"feet"``…); "" if the file names none."""
+        return self._category(category).body_region
+
+    def body_rank(self, category: str | None) -> int:
+        """Position of the category's body region from head (0) to feet; unknown or no region: the middle.
+
+        Orders the items of a standing person top to bottom (the prior's street-scene layout).
+        """
+        region = self.categories[category].body_region if category in self.categories else ""
+        if region in self.body_regions:
+            return self.body_regions.index(region)
+        return len(self.body_regions) // 2
 
     # -- the published benchmark's language ------------------------------------------------------
 
@@ -565,9 +587,12 @@ class _Parser:
         self.check_keys("top level", data, _TOP_KEYS, required=("version", "groups", "categories"))
         version = self.parse_version(data["version"])
         supers = tuple(self.strings("super_categories", data.get("super_categories", []), allow_empty=True))
+        regions = tuple(self.strings("body_regions", data.get("body_regions", []), allow_empty=True))
+        if len(set(regions)) != len(regions):
+            raise self.fail("body_regions", "lists a region twice")
         sources = self.parse_sources(data.get("sources", []))
         groups = self.parse_groups(data["groups"], sources)
-        categories = self.parse_categories(data["categories"], groups, sources, supers)
+        categories = self.parse_categories(data["categories"], groups, sources, supers, regions)
         self.check_every_group_applied(groups, categories)
         self.check_value_restrictions(groups, categories)
         self.check_category_words(groups, categories)
@@ -580,6 +605,7 @@ class _Parser:
             super_categories=supers,
             fingerprint=hashlib.sha256(canonical.encode("utf-8")).hexdigest(),
             origin=self.origin,
+            body_regions=regions,
         )
 
     def check_keys(self, entry: str, obj: Any, allowed: frozenset[str], required: Iterable[str]) -> None:
@@ -710,6 +736,7 @@ class _Parser:
         groups: Mapping[str, AttributeGroup],
         sources: Mapping[str, Source],
         supers: tuple[str, ...],
+        regions: tuple[str, ...] = (),
     ) -> dict[str, Category]:
         if not isinstance(items, list) or not items:
             raise self.fail("categories", "must be a non-empty list")
@@ -732,6 +759,13 @@ class _Parser:
                 raise self.fail(
                     entry, f"super_category {item['super_category']!r} is not one of {list(supers)}"
                 )
+            # Declared regions bind every category to one (the layout prior and the product-box
+            # match need it for all of them); a file without regions has none.
+            region = item.get("body_region", "")
+            if regions and region not in regions:
+                raise self.fail(entry, f"body_region {region!r} is not one of {list(regions)}")
+            if not regions and "body_region" in item:
+                raise self.fail(entry, "body_region given but the file declares no body_regions")
             applied = self.strings(f"{entry} groups", item["groups"])
             for group in applied:
                 if group not in groups:
@@ -758,6 +792,7 @@ class _Parser:
                 synonyms=tuple(synonyms),
                 sources=self.source_ids(entry, item["sources"], sources),
                 published=published,
+                body_region=region,
             )
         return categories
 

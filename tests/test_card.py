@@ -94,3 +94,44 @@ def test_a_built_release_croissant_still_validates(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "error" not in proc.stderr.lower().replace("0 error", ""), proc.stderr[-2000:]
     assert "warning" not in proc.stderr.lower(), proc.stderr[-2000:]
+
+
+def test_the_configured_takedown_contact_reaches_a_built_releases_card(tmp_path: Path) -> None:
+    """13 §4: `[release] contact` (else `[crawl] contact_url`) is printed by the card and the
+    Croissant terms of a release built by the CLI; a contact that would break them is refused."""
+    import lakefill
+    from typer.testing import CliRunner
+
+    from lookbench_live.cli import app
+    from lookbench_live.config import ConfigError, load_settings
+    from lookbench_live.warehouse.lake import Lake
+
+    home = tmp_path / "lake"
+    lakefill.fill(Lake(home))
+    config = tmp_path / "c.toml"
+    config.write_text(
+        '[crawl]\ncontact_url = "https://crawler.example/about"\n[release]\ncontact = "takedown@shop-research.example"\n'
+    )
+    assert load_settings(config).contact == "takedown@shop-research.example"
+    result = CliRunner().invoke(
+        app, ["release", "build", "--version", "v20261201", "--home", str(home), "--config", str(config)]
+    )
+    assert result.exit_code == 0, result.output
+    base = home / "releases" / "v20261201"
+    card = (base / "README.md").read_text()
+    croissant = json.loads((base / "croissant.json").read_text())
+    assert (
+        "takedown@shop-research.example" in card
+        and "takedown@shop-research.example" in croissant["usageInfo"]
+    )
+    assert "github.com/lookbench-live" not in croissant["usageInfo"]
+    assert json.loads((base / "manifest.json").read_text())["contact"] == "takedown@shop-research.example"
+
+    fallback = tmp_path / "f.toml"
+    fallback.write_text('[crawl]\ncontact_url = "https://crawler.example/about"\n')
+    assert load_settings(fallback).contact == "https://crawler.example/about"
+    for bad in ('"x"', '"https://a.example/\\n---\\nlicense: mit"', '"<script>@x.example"'):
+        broken = tmp_path / "b.toml"
+        broken.write_text(f"[release]\ncontact = {bad}\n")
+        with pytest.raises(ConfigError, match=r"release\.contact"):
+            load_settings(broken)

@@ -132,3 +132,94 @@ def test_the_crawler_takes_nothing_from_pages_that_opt_out(tmp_path: Path) -> No
     assert reasons.get("tdm-header") == "opt_out_tdm" and reasons.get("tdm-meta") == "opt_out_tdm", reasons
     names = {p["title"] for p in lake.read("products").to_pylist()}
     assert names == {"free"} and result.products_new == 1
+
+
+@pytest.mark.slow
+def test_the_crawl_reads_tdmrep_once_and_records_reserved_products(tmp_path: Path) -> None:
+    """13 §4: the origin's /.well-known/tdmrep.json, fetched once per crawl through the downloader
+    chain, reserves pages by path: a reserved product page gives nothing (schema.org), and a
+    product an API listing names under a reserved path is recorded, not kept (Shopify)."""
+    from ingest_server import Route, serve
+
+    from lookbench_live.config import CrawlSettings, SiteSettings
+    from lookbench_live.scrapers.crawl import run_crawl
+    from lookbench_live.warehouse.lake import Lake
+
+    html = {"Content-Type": "text/html; charset=utf-8"}
+    rules = json.dumps(
+        [
+            {"location": "/p/reserved*", "tdm-reservation": 1, "tdm-policy": "https://x.example/policy.json"},
+            {"location": "/products/secret-*", "tdm-reservation": 1},
+            {"location": "/", "tdm-reservation": 0},
+        ]
+    ).encode()
+    listing = json.dumps(
+        {
+            "products": [
+                {"id": n, "title": handle, "handle": handle, "vendor": "V",
+                 "variants": [{"id": n, "price": "10.00", "available": True}],
+                 "images": [{"src": f"/img/{handle}.jpg", "position": 1}]}
+                for n, handle in ((1, "open-tee"), (2, "secret-tee"))
+            ]
+        }
+    ).encode()  # fmt: skip
+    routes = {
+        "/robots.txt": Route(status=404),
+        "/.well-known/tdmrep.json": Route(body=rules, headers={"Content-Type": "application/json"}),
+        "/p/free": Route(body=_product_page("free"), headers=html),
+        "/p/reserved-1": Route(body=_product_page("reserved"), headers=html),
+        "/products.json": Route(body=listing, headers={"Content-Type": "application/json"}),
+    }
+    crawl = CrawlSettings(autothrottle=False, retry_times=0)
+    with serve(routes) as server:
+        pages = SiteSettings(
+            name="tdm-pages", platform="schema_org", base_url=server.base + "/", allow_private_addresses=True,
+            start_paths=["/p/free", "/p/reserved-1"], download_delay=0,
+        )  # fmt: skip
+        run_crawl(pages, crawl, str(tmp_path), "a", timeout_s=120)
+        assert server.hits["/.well-known/tdmrep.json"] == 1  # once per host, not per page
+        api = SiteSettings(
+            name="tdm-api", platform="shopify", base_url=server.base, allow_private_addresses=True,
+            download_delay=0, max_pages=1,
+        )  # fmt: skip
+        run_crawl(api, crawl, str(tmp_path), "b", timeout_s=120)
+    lake = Lake(str(tmp_path))
+    reasons = {
+        r["item"].rsplit("/", 1)[1]: (r["reason"], r["detail"]) for r in lake.read("rejections").to_pylist()
+    }
+    assert reasons["reserved-1"][0] == "opt_out_tdm" and "/p/reserved*" in reasons["reserved-1"][1], reasons
+    assert reasons["secret-tee"][0] == "opt_out_tdm", reasons
+    titles = {p["title"] for p in lake.read("products").to_pylist()}
+    assert titles == {"free", "open-tee"}
+
+
+@pytest.mark.slow
+def test_an_oversized_tdmrep_file_is_recorded_and_reserves_nothing(tmp_path: Path) -> None:
+    """The well-known file is read within TDMREP_MAX_BYTES; a bigger one is recorded, not parsed."""
+    from ingest_server import Route, serve
+
+    from lookbench_live.config import CrawlSettings, SiteSettings
+    from lookbench_live.scrapers.crawl import run_crawl
+    from lookbench_live.scrapers.spiders.base import TDMREP_MAX_BYTES
+    from lookbench_live.warehouse.lake import Lake
+
+    rule = {"location": "/p/*", "tdm-reservation": 1}
+    huge = json.dumps([rule] * (TDMREP_MAX_BYTES // 30)).encode()
+    assert len(huge) > TDMREP_MAX_BYTES
+    routes = {
+        "/robots.txt": Route(status=404),
+        "/.well-known/tdmrep.json": Route(body=huge, headers={"Content-Type": "application/json"}),
+        "/p/free": Route(body=_product_page("free"), headers={"Content-Type": "text/html"}),
+    }
+    with serve(routes) as server:
+        site = SiteSettings(
+            name="tdm-big", platform="schema_org", base_url=server.base + "/", allow_private_addresses=True,
+            start_paths=["/p/free"], download_delay=0,
+        )  # fmt: skip
+        run_crawl(site, CrawlSettings(autothrottle=False, retry_times=0), str(tmp_path), "c", timeout_s=120)
+    lake = Lake(str(tmp_path))
+    rows = lake.read("rejections").to_pylist()
+    assert [r["reason"] for r in rows if r["item"].endswith("/.well-known/tdmrep.json")] == [
+        "tdmrep_unavailable"
+    ]
+    assert {p["title"] for p in lake.read("products").to_pylist()} == {"free"}

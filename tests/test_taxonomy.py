@@ -47,7 +47,7 @@ def test_counts_meet_the_issue(tax: Taxonomy) -> None:
     assert len(tax.groups) >= 12
     assert len(values) >= 100
     assert NOT_VISIBLE not in values
-    assert tax.version == "2026.12.0"
+    assert tax.version == "2026.12.1"
 
 
 def test_required_categories_and_groups_exist(tax: Taxonomy) -> None:

@@ -68,7 +68,8 @@ def vllm_python() -> Path:
 
 @pytest.fixture(scope="session")
 def dress_schema(taxonomy: Any) -> dict[str, Any]:
-    schema = taxonomy.json_schema("dress")
+    # What the annotator sends: colour and material as arrays of 1-2 values (taxonomy `multi`).
+    schema = taxonomy.json_schema("dress", multi=True)
     jsonschema.Draft202012Validator.check_schema(schema)
     return schema
 
@@ -167,7 +168,7 @@ def test_dress_schema_answers_parse_and_validate(
         jsonschema.validate(answer, dress_schema)
         # Every enum value the grammar allowed is a taxonomy value; print the rest of the
         # taxonomy's own checks (main_attribute among values, …) for the record.
-        print("taxonomy checks:", taxonomy.validate_annotation("dress", answer))
+        print("taxonomy checks:", taxonomy.validate_annotation("dress", answer, multi=True))
         assert reply.usage is not None and reply.usage.completion_tokens > 0
 
 
@@ -441,16 +442,20 @@ def test_project_annotator_annotates_a_dress_through_real_vllm(
     assert result.mode == "vlm" and result.requests >= 1, result.summary()
     assert result.stopped_reason is None and not result.retry_later, result.summary()
 
+    # A product photo: grounding first (the product's own item, docs/annotation.md "Product
+    # photos"), then one attributes row, of the product's box or of the whole image.
     rows = [r for r in lake.records("annotations") if r.sha256 == sha]
-    assert len(rows) == 1, rows
-    row = rows[0]
+    assert sorted(r.task for r in rows) == ["attributes", "grounding"], rows
+    [row] = [r for r in rows if r.task == "attributes"]
     assert (row.task, row.source, row.model, row.category) == ("attributes", "vlm", SERVED_NAME, "dress")
     assert row.prompt_tokens and row.prompt_tokens > 0 and row.completion_tokens
     if row.status == "ok":
         assert row.error is None
         assert (
             taxonomy.validate_annotation(
-                "dress", {"category": "dress", **row.attributes, "main_attribute": row.main_attribute}
+                "dress",
+                {"category": "dress", **row.attributes, "main_attribute": row.main_attribute},
+                multi=True,
             )
             == []
         )
@@ -467,7 +472,7 @@ def test_project_annotator_annotates_a_dress_through_real_vllm(
     # A rerun against the same server sends nothing for work already recorded.
     again = run_annotation(lake, settings, taxonomy, "vllm-it-2")
     assert again.requests == 0 and again.skipped_existing >= 1, again.summary()
-    assert len([r for r in lake.records("annotations") if r.sha256 == sha]) == 1
+    assert len([r for r in lake.records("annotations") if r.sha256 == sha]) == 2
 
 
 def tiny_max_pixels() -> int:

@@ -23,6 +23,9 @@ Rules (what a benchmark user relies on):
 - Across releases (docs/release.md): "published" counts only releases whose audit gate passed
   or that had none.
 - `bbox` is `[x0, y0, x1, y1]` in pixels of `raw_image`, x1/y1 exclusive; null = whole image.
+- A product photo annotated on the product's own item (a box, docs/annotation.md "Product
+  photos") enters every subset as that crop: `image` is the crop, `raw_image` the photo, `bbox`
+  the box. A product photo annotated whole is the whole image (`bbox` null).
 - Row order is stable (sorted by item_ID, then sha256), so the same lake gives the same files.
 """
 
@@ -114,6 +117,7 @@ class Assembler:
     ):
         self.released = released
         self.takedown = takedown  # row -> why its owner asked to remove it, or None
+        self._by_sha: dict[str, list[Annotation]] | None = None  # sha256 -> its chosen annotations
         self.radius = radius
         self.view = view
         self.load_image = load_image
@@ -144,7 +148,11 @@ class Assembler:
         usable = []
         for img in self.view.owner_images.get((kind, owner), []):
             sha = img["sha256"]
-            ann = self.view.annotations.get((sha, ""))
+            ann = (
+                self.own_item_annotation(sha, owner)
+                if kind == "product"
+                else self.view.annotations.get((sha, ""))
+            )
             if sha in seen or not self.is_kept(sha, kind, owner) or ann is None:
                 continue
             if (
@@ -156,6 +164,18 @@ class Assembler:
             seen.add(sha)
             usable.append((img, ann))
         return usable
+
+    def own_item_annotation(self, sha: str, owner: str) -> Annotation | None:
+        """A product photo's annotation: the whole image's, or the product's own box's (its
+        `item_ref` is the product); a model's over the prior's, then the newest."""
+        if self._by_sha is None:
+            self._by_sha = defaultdict(list)
+            for (ann_sha, _), ann in self.view.annotations.items():
+                self._by_sha[ann_sha].append(ann)
+        candidates = [a for a in self._by_sha.get(sha, []) if not a.bbox or a.item_ref == owner]
+        if not candidates:
+            return None
+        return max(candidates, key=lambda a: (a.source == "vlm", a.created_at, a.bbox == ""))
 
     def _labels(self, ann: Annotation) -> dict[str, Any]:
         self.out.annotation_models.add(ann.model)
@@ -251,14 +271,23 @@ class Assembler:
         data = self.load_image(img["sha256"])
         if img.get("phash") and img.get("hash_method") == HASH_METHOD:
             self.out.hashes[img["sha256"]] = (img["phash"], img["phash_mirror"] or "", img.get("dhash") or "")
+        image, image_sha, image_ext, raw = data, img["sha256"], _ext(img["format"]), None
+        box = self._own_box(img, ann)
+        if box is not None:
+            # The product's own item: the crop is the row's image (a new image, so its hashes go
+            # to the released-image index too); the photo stays as raw_image.
+            image = _crop(data, box)
+            image_sha, image_ext, raw = hashlib.sha256(image).hexdigest(), "jpg", data
+            hashes = hash_bytes(image)
+            self.out.hashes[image_sha] = (hashes.phash, hashes.phash_mirror, hashes.dhash or "")
         return self._row(
-            image=data,
-            image_sha=img["sha256"],
-            image_ext=_ext(img["format"]),
-            raw=None,
+            image=image,
+            image_sha=image_sha,
+            image_ext=image_ext,
+            raw=raw,
             raw_sha=img["sha256"],
             raw_ext=_ext(img["format"]),
-            bbox=None,
+            bbox=box,
             ann=ann,
             item=item,
             subset=subset,
@@ -269,6 +298,22 @@ class Assembler:
             source_url=img["source_url"],
             provenance=provenance,
         )
+
+    def _own_box(self, img: dict[str, Any], ann: Annotation) -> tuple[int, int, int, int] | None:
+        """The annotation's box when it is a usable box of this photo; None for the whole image."""
+        if not ann.bbox:
+            return None
+        try:
+            box = _parse_bbox(ann.bbox)
+        except ValueError:
+            box = (0, 0, 0, 0)
+        w, h = img["width"] or 0, img["height"] or 0
+        if not (0 <= box[0] < box[2] <= w and 0 <= box[1] < box[3] <= h):
+            self.out.dropped.append(
+                (img["sha256"], "bbox_outside_image", f"{ann.bbox} not inside {w}x{h}: whole image used")
+            )
+            return None
+        return box
 
     def product_gallery(self, key: str, *, skip: set[str] = frozenset()) -> list[dict[str, Any]]:
         rows = []

@@ -69,6 +69,7 @@ def build(
             max_gallery=settings.release.max_gallery_per_item,
             seed=settings.release.seed,
             radius=settings.dedup.radius,
+            contact=settings.contact,
         )
     total = sum(result.rows.values())
     typer.echo(f"release {result.version}: {total} rows at {result.path}")

@@ -335,8 +335,12 @@ def stage_release(
     radius: int = 0,
     view: LakeView | None = None,
     released: ReleasedIndex | None = None,
+    contact: str | None = None,
 ) -> StagedRelease:
     """Assemble the lake's current content and write it to a staging folder.
+
+    `contact`: the takedown contact the card and Croissant file print (`Settings.contact`);
+    None prints the project's page.
 
     Raises `ReleaseExists` when the version is committed and `replace` is false, and
     `ReleaseError` when nothing is left to release. `radius`: the dedup radius; a street crop
@@ -419,6 +423,8 @@ def _write_staged(
         "generation_tiny_local": assembly.tiny_generation,
         "rows": {rel: staged.files[rel]["rows"] for rel in FILES},
     }
+    if contact:
+        staged.info["contact"] = contact
     _put(lake, staged, "README.md", dataset_card(staged.info).encode())
     _put(lake, staged, "croissant.json", croissant_json(staged.info, staged.files).encode())
 

@@ -224,6 +224,14 @@ def _value_for(schema: Mapping[str, Any], name: str, truth: Mapping[str, Any]) -
         return _object_for(schema, truth)
     if kind == "array":
         count = int(schema.get("minItems", 0))
+        # A multi-valued group: the truth may be a list or "a|b"; keep the values the enum has.
+        enum = schema.get("items", {}).get("enum")
+        wanted = truth.get(name)
+        if enum is not None and wanted is not None:
+            listed = wanted.split("|") if isinstance(wanted, str) else list(wanted)
+            values = [v for v in listed if v in enum][: int(schema.get("maxItems", len(listed)))]
+            if len(values) >= count:
+                return values
         return [_value_for(schema.get("items", {}), name, truth) for _ in range(count)]
     if kind == "integer":
         return int(schema.get("minimum", 0))
@@ -251,7 +259,8 @@ def _object_for(schema: Mapping[str, Any], truth: Mapping[str, Any]) -> dict[str
 def _main_attribute(schema: Mapping[str, Any], answer: Mapping[str, Any], truth: Mapping[str, Any]) -> Any:
     enum = schema.get("enum")
     wanted = truth.get("main_attribute")
-    chosen = [v for v in answer.values() if isinstance(v, str) and v and v != "not_visible"]
+    flat = [v for value in answer.values() for v in (value if isinstance(value, list) else [value])]
+    chosen = [v for v in flat if isinstance(v, str) and v and v != "not_visible"]
     if wanted in chosen and (enum is None or wanted in enum):
         return wanted
     for value in chosen:

@@ -25,12 +25,15 @@ from lookbench_live.scrapers.extract.model import Extraction, NormalizedProduct
 from lookbench_live.scrapers.items import CrawlItem, rejection
 from lookbench_live.scrapers.journal import CrawlJournal
 from lookbench_live.scrapers.middlewares import RefusedRequest
-from lookbench_live.scrapers.optout import page_optout
+from lookbench_live.scrapers.optout import TdmRule, page_optout, parse_tdmrep, tdmrep_optout, tdmrep_url
 
 Callback = Callable[..., Iterable[Any] | None]
 # The window start a request was discovered under (ISO or None), kept with it in the journal
 # and the frontier: work an earlier run left is judged by that run's window, not this one's.
 SINCE_META = "lookbench_since"
+# The origin's /.well-known/tdmrep.json: read once per host per crawl process, bounded.
+TDMREP_MAX_BYTES = 256 * 1024
+TDMREP_TIMEOUT = 20.0
 
 
 def journaled(method: Callback) -> Callback:
@@ -75,9 +78,14 @@ class SiteSpider(scrapy.Spider):
         self.scheduled = 0
         self._since_text = self.since.isoformat() if self.since else None
         self.window_since = self.since
+        self.tdmrep: dict[str, list[TdmRule]] = {}  # host -> its TDMRep rules (none: empty)
 
     # ------------------------------------------------------------------ start / resume
     async def start(self) -> AsyncIterator[Any]:
+        # The site's TDMRep rules first: every page and product of this process is checked
+        # against them (a rerun reads them again; they may have changed).
+        for note in await self.load_tdmrep(self.base):
+            yield note
         if self.journal.started:
             # A rerun of a killed crawl: continue from what was pending, fetch nothing done.
             for data in list(self.journal.unfinished()):
@@ -162,29 +170,82 @@ class SiteSpider(scrapy.Spider):
         stamp = request.meta.get(SINCE_META, self._since_text)
         return dt.datetime.fromisoformat(stamp) if stamp else None
 
+    async def load_tdmrep(self, url: str) -> list[CrawlItem]:
+        """Read the origin's /.well-known/tdmrep.json once (through every downloader middleware:
+        the address guard, robots, pacing), at most `TDMREP_MAX_BYTES` and `TDMREP_TIMEOUT` s.
+
+        No file (404/410) reserves nothing. A file that cannot be read or parsed reserves
+        nothing either (headers and meta tags still apply) and is recorded as a rejection
+        (`tdmrep_unavailable`, `tdmrep_malformed`) so the report shows it. A fetch the address
+        guard or robots refuses is only counted: the host's pages are refused and recorded too."""
+        host = urlsplit(url).netloc.lower()
+        if host in self.tdmrep:
+            return []
+        self.tdmrep[host] = []
+        target = tdmrep_url(url)
+        request = scrapy.Request(
+            target,
+            meta={"dont_retry": True, "handle_httpstatus_all": True, "download_timeout": TDMREP_TIMEOUT,
+                  "download_maxsize": TDMREP_MAX_BYTES, "download_warnsize": 0},
+            priority=1000,
+            dont_filter=True,
+        )  # fmt: skip
+        try:
+            response = await self.crawler.engine.download_async(request)
+        except RefusedRequest as exc:
+            # Refused by the address guard or robots: the site's pages are refused the same way
+            # and recorded there; nothing of this host is read, so no rule is needed.
+            self.crawler.stats.inc_value(f"lookbench/tdmrep/refused/{exc.reason}")
+            return []
+        except Exception as exc:  # a network fault here never ends the crawl
+            return [rejection(target, "tdmrep_unavailable", f"{type(exc).__name__}: {exc}"[:300])]
+        self.crawler.stats.inc_value(f"lookbench/tdmrep/http_{response.status}")
+        if response.status in (404, 410):
+            return []
+        if response.status != 200:
+            return [rejection(target, "tdmrep_unavailable", f"HTTP {response.status}")]
+        rules, fault = parse_tdmrep(response.body)
+        self.tdmrep[host] = rules
+        return [rejection(target, "tdmrep_malformed", fault)] if fault else []
+
+    def tdm_rules(self, url: str) -> list[TdmRule]:
+        return self.tdmrep.get(urlsplit(url).netloc.lower(), [])
+
     def opted_out(self, response: Response) -> CrawlItem | None:
         """A rejection when the page reserves its content from AI/TDM use (robots meta `noai` or
-        `noimageai`, a TDMRep `tdm-reservation` header or meta); the page then gives nothing."""
+        `noimageai`, a TDMRep `tdm-reservation` header, meta or tdmrep.json rule); the page
+        then gives nothing."""
         headers = [
             (key.decode("latin-1"), value.decode("latin-1"))
             for key, values in response.headers.items()
             for value in values
         ]
         html = response.text if hasattr(response, "text") else ""
-        found = page_optout(response.url, headers=headers, html=html)
+        found = page_optout(
+            response.url, headers=headers, html=html, tdmrep_rules=self.tdm_rules(response.url)
+        )
         return None if found is None else rejection(response.url, found.reason, found.detail)
+
+    def reserved(self, url: str) -> CrawlItem | None:
+        """A rejection when the origin's tdmrep.json reserves `url` (a product or look page an API
+        listing names without the crawler fetching it)."""
+        found = tdmrep_optout(self.tdm_rules(url), url) if url else None
+        return None if found is None else rejection(url, found.reason, found.detail)
 
     def items_from(
         self, extraction: Extraction, url: str, *, looks: bool | None = None
     ) -> Iterator[CrawlItem]:
         for product in extraction.products:
-            if self.in_window(product):
+            if (refused := self.reserved(product.url)) is not None:
+                yield refused  # TDMRep: its page's path is reserved, even when read from an API
+            elif self.in_window(product):
                 yield CrawlItem("product", product.to_json())
             else:
                 self.crawler.stats.inc_value("lookbench/products_before_window")
         if looks if looks is not None else self.site.looks:
             for look in extraction.looks:
-                yield CrawlItem("look", look.to_json())
+                refused = self.reserved(look.url)
+                yield refused if refused is not None else CrawlItem("look", look.to_json())
         for problem in extraction.problems:
             yield rejection(url, problem.reason, problem.detail, stage="extract")
 
