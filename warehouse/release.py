@@ -398,7 +398,7 @@ def stage_release(
         hashes=assembly.hashes,
     )
     with _disk_full_is_reported(lake, version, staging):
-        _write_staged(lake, staged, tables, assembly, window, taxonomy)
+        _write_staged(lake, staged, tables, assembly, window, taxonomy, contact)
     return staged
 
 
@@ -409,6 +409,7 @@ def _write_staged(
     assembly: Any,
     window: Window,
     taxonomy: Any,
+    contact: str | None,
 ) -> None:
     version = staged.version
     for rel, table in tables.items():
