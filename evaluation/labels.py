@@ -85,7 +85,7 @@ def encode_labels(tables: Sequence[pa.Table]) -> list[LabelCodes]:
             rows.extend({} for _ in range(t.num_rows))
     groups = sorted({g for r in rows for g in r})
     group_col = {g: i for i, g in enumerate(groups)}
-    value_code: dict[str, int] = {}
+    value_code: dict[str | None, int] = {}
     attrs = np.full((len(rows), len(groups)), ABSENT, np.int32)
     strict_keys: list[str] = []
     cat_text = [c for arr in categories for c in pc.fill_null(arr, "").to_pylist()]
