@@ -67,10 +67,8 @@ class AddressGuardMiddleware:
         return cls(settings.getbool("LOOKBENCH_ALLOW_PRIVATE"), hosts)
 
     async def process_request(self, request: Request, spider: Any = None) -> None:
-        from lookbench_live.scrapers.netguard import BlockedURL, check_url
+        from lookbench_live.scrapers.netguard import RESOLUTION_TTL_S, BlockedURL, check_scheme, check_url
         from lookbench_live.scrapers.resolver import pin
-
-        from lookbench_live.scrapers.netguard import RESOLUTION_TTL_S, check_scheme
 
         if self.allowed_hosts and _host(request.url) not in self.allowed_hosts:
             raise RefusedRequest("offsite", f"{_host(request.url)} is not a host of this site")
