@@ -26,7 +26,14 @@ _HOMES = {
     "site_private_hosts": "downloader",
 }
 
-__all__ = sorted(_HOMES)
+__all__ = [
+    "ImageRequest",
+    "IngestAborted",
+    "IngestResult",
+    "ingest_images",
+    "pending_image_requests",
+    "site_private_hosts",
+]
 
 
 def __getattr__(name: str) -> Any:
