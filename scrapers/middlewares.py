@@ -46,11 +46,19 @@ def _host(url: str) -> str:
 
 
 class AddressGuardMiddleware:
-    """Every request URL through `netguard.check_url`, and only the site's own hosts."""
+    """Every request URL through `netguard.check_url`, and only the site's own hosts.
 
-    def __init__(self, allow_private: bool, allowed_hosts: set[str]):
+    A host's checked addresses are reused for `netguard.RESOLUTION_TTL_S` (the resolver's pin
+    lives as long), so a crawl resolves each host about once a minute instead of once per
+    request in a thread; a cache hit re-pins the same checked addresses, so Twisted still
+    connects only to what was checked. Scheme checks run on every request."""
+
+    def __init__(self, allow_private: bool, allowed_hosts: set[str], clock: Any = time.monotonic):
         self.allow_private = allow_private
         self.allowed_hosts = allowed_hosts
+        self.clock = clock
+        # (scheme, host, port) -> (expiry, checked addresses); refusals are never cached.
+        self.checked: dict[tuple[str, str, int | None], tuple[float, list[Any]]] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> AddressGuardMiddleware:
@@ -59,18 +67,26 @@ class AddressGuardMiddleware:
         return cls(settings.getbool("LOOKBENCH_ALLOW_PRIVATE"), hosts)
 
     async def process_request(self, request: Request, spider: Any = None) -> None:
-        from lookbench_live.scrapers.netguard import BlockedURL, check_url
+        from lookbench_live.scrapers.netguard import RESOLUTION_TTL_S, BlockedURL, check_scheme, check_url
         from lookbench_live.scrapers.resolver import pin
 
         if self.allowed_hosts and _host(request.url) not in self.allowed_hosts:
             raise RefusedRequest("offsite", f"{_host(request.url)} is not a host of this site")
         try:
-            # getaddrinfo blocks: resolve off the reactor thread.
-            addresses = await asyncio.to_thread(check_url, request.url, allow_private=self.allow_private)
+            check_scheme(request.url)
+            parts = urlsplit(request.url)
+            key = (parts.scheme.lower(), (parts.hostname or "").lower(), parts.port)
+            hit = self.checked.get(key)
+            if hit is not None and hit[0] > self.clock():
+                addresses = hit[1]
+            else:
+                # getaddrinfo blocks: resolve off the reactor thread.
+                addresses = await asyncio.to_thread(check_url, request.url, allow_private=self.allow_private)
+                self.checked[key] = (self.clock() + RESOLUTION_TTL_S, addresses)
         except BlockedURL as exc:
             raise RefusedRequest(exc.reason, exc.detail) from exc
         # Twisted connects to this checked address, not to a second lookup (resolver.py).
-        pin(urlsplit(request.url).hostname or "", addresses)
+        pin(parts.hostname or "", addresses)
 
 
 class RobotsGateMiddleware:

@@ -49,6 +49,10 @@ class TdmRule:
         return _location_regex(self.location).match(path) is not None
 
 
+class _HeadEnded(Exception):
+    """Raised by the scanner at </head> or <body>: nothing after it is read (saves parsing the body)."""
+
+
 class _MetaScanner(HTMLParser):
     """Collects (name, content) of <meta> tags until </head> or <body>."""
 
@@ -62,7 +66,7 @@ class _MetaScanner(HTMLParser):
             return
         if tag == "body":
             self.done = True
-            return
+            raise _HeadEnded
         if tag != "meta":
             return
         values = {k.lower(): (v or "") for k, v in attrs}
@@ -75,6 +79,7 @@ class _MetaScanner(HTMLParser):
     def handle_endtag(self, tag: str) -> None:
         if tag == "head":
             self.done = True
+            raise _HeadEnded
 
 
 def meta_tags(html: str | bytes) -> list[tuple[str, str]]:
@@ -84,15 +89,20 @@ def meta_tags(html: str | bytes) -> list[tuple[str, str]]:
     try:
         scanner.feed(text[:MAX_HEAD_CHARS])
         scanner.close()
+    except _HeadEnded:
+        pass
     except (ValueError, AssertionError):  # html.parser gives up on some broken markup
         pass
     return scanner.metas
 
 
-def meta_robots_optout(html: str | bytes, token: str = "lookbench-live") -> OptOut | None:
-    """`noai`/`noimageai` in a robots meta tag addressed to every robot or to ``token``."""
+def meta_robots_optout(
+    html: str | bytes, token: str = "lookbench-live", *, metas: list[tuple[str, str]] | None = None
+) -> OptOut | None:
+    """`noai`/`noimageai` in a robots meta tag addressed to every robot or to ``token``
+    (``metas``: the page's `meta_tags`, when the caller already has them)."""
     names = {"robots", token.lower()}
-    for name, content in meta_tags(html):
+    for name, content in meta_tags(html) if metas is None else metas:
         if name not in names:
             continue
         for directive in re.split(r"[,\s]+", content.lower()):
@@ -118,12 +128,12 @@ def tdm_header_optout(headers: Mapping[str, str] | Iterable[tuple[str, str]]) ->
     return None
 
 
-def tdm_meta_optout(html: str | bytes) -> OptOut | None:
+def tdm_meta_optout(html: str | bytes, *, metas: list[tuple[str, str]] | None = None) -> OptOut | None:
     """`<meta name="tdm-reservation" content="1">` in the page's head."""
-    metas = dict(reversed(meta_tags(html)))  # the first tag of a name wins
-    if _reservation(metas.get("tdm-reservation")):
+    first = dict(reversed(meta_tags(html) if metas is None else metas))  # the first tag of a name wins
+    if _reservation(first.get("tdm-reservation")):
         return OptOut(
-            "opt_out_tdm", '<meta name="tdm-reservation" content="1">', metas.get("tdm-policy") or None
+            "opt_out_tdm", '<meta name="tdm-reservation" content="1">', first.get("tdm-policy") or None
         )
     return None
 
@@ -194,9 +204,8 @@ def page_optout(
     The spider calls it on each product or look page before yielding items; a non-None answer
     means: record the page as rejected with ``reason`` and ``detail``, and take nothing from it.
     """
-    return (
-        tdm_header_optout(headers)
-        or (meta_robots_optout(html, token) if html else None)
-        or (tdm_meta_optout(html) if html else None)
-        or tdmrep_optout(tdmrep_rules, page_url)
-    )
+    found = tdm_header_optout(headers)
+    if found is None and html:
+        metas = meta_tags(html)  # the head is parsed once for both meta checks
+        found = meta_robots_optout(html, token, metas=metas) or tdm_meta_optout(html, metas=metas)
+    return found or tdmrep_optout(tdmrep_rules, page_url)

@@ -41,6 +41,10 @@ BASE_SETTINGS: dict[str, Any] = {
         "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
     },
     "ITEM_PIPELINES": {"lookbench_live.scrapers.pipelines.LakePipeline": 300},
+    # Scrapy (2.13+, asyncio reactor) starts CONCURRENT_ITEMS worker tasks for every callback's
+    # output, however little it yields: 100 by default, ~1 ms of CPU per response. Our pipeline
+    # and request scheduling never wait on I/O, so a few workers process the same output.
+    "CONCURRENT_ITEMS": 4,
 }
 
 

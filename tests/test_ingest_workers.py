@@ -141,3 +141,23 @@ def test_daemonic_hosts_still_decode_in_bounded_workers() -> None:
     result = queue.get(timeout=60)
     process.join(timeout=10)
     assert result == (True, 90)
+
+
+def test_workers_store_images_where_the_lake_reads_them(tmp_path) -> None:
+    """Workers name image files without importing the lake; the names must be the lake's own."""
+    import hashlib
+    import subprocess
+    import sys
+
+    from lookbench_live.scrapers.ingest.workers import images_root, local_image_path
+    from lookbench_live.warehouse.lake import Lake
+
+    lake = Lake(str(tmp_path / "lake"))
+    sha = hashlib.sha256(GOOD[0]).hexdigest()
+    assert local_image_path(images_root(lake.home), sha) == lake.image_path(sha)
+    with pytest.raises(ValueError):
+        local_image_path(images_root(lake.home), "../" * 21 + "x")
+    # And a worker's imports stay light: the lake (pyarrow.dataset, pandas) is not among them.
+    probe = "import sys; from lookbench_live.scrapers.ingest.workers import _worker_main; print('pandas' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

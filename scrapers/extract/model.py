@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import hashlib
 import json
@@ -46,12 +47,17 @@ class NormalizedProduct:
     raw: Any = None
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-safe dict: decimals as strings, datetimes ISO 8601, `raw` kept as is."""
-        out = asdict(self)
+        """JSON-safe dict: decimals as strings, datetimes ISO 8601, `raw` kept as is (the same
+        object, not a copy: `dataclasses.asdict` deep-copied the page's whole JSON-LD for every
+        item, the crawl's largest per-item cost). Lists are copied, so editing them is safe."""
+        out: dict[str, Any] = {key: getattr(self, key) for key in self.__slots__}
         for key in ("price", "price_max", "compare_at_price"):
             out[key] = decimal_text(out[key])
         for key in ("published_at", "updated_at"):
             out[key] = out[key].isoformat() if out[key] else None
+        for key in ("category_path", "tags", "images"):
+            out[key] = list(out[key])
+        out["variants"] = copy.deepcopy(self.variants)
         return out
 
     @classmethod

@@ -64,7 +64,7 @@ def extract_schema_org(text: str, url: str, tree: lxml_html.HtmlElement | None =
     products = [n for n in nodes if type_names(n) & PRODUCT_TYPES]
     source = "jsonld"
     if not products:
-        products = _microdata_products(text, url)
+        products = _microdata_products(tree, url)
         nodes.extend(products)
         source = "microdata"
     index = id_index(nodes)
@@ -425,11 +425,13 @@ def _breadcrumbs(nodes: list[dict[str, Any]]) -> list[str]:
 # --------------------------------------------------------------------------- fallbacks
 
 
-def _microdata_products(text: str, url: str) -> list[dict[str, Any]]:
+def _microdata_products(tree: lxml_html.HtmlElement, url: str) -> list[dict[str, Any]]:
+    # The page's one parsed tree, not the text: extruct would parse the whole page again
+    # (its text extraction works on copies, so the tree is not changed).
     try:
         import extruct
 
-        data = extruct.extract(text, base_url=url, syntaxes=["microdata"], uniform=True, errors="ignore")
+        data = extruct.extract(tree, base_url=url, syntaxes=["microdata"], uniform=True, errors="ignore")
     except Exception:
         return []
     return [n for n in data.get("microdata", []) if isinstance(n, dict) and type_names(n) & PRODUCT_TYPES]

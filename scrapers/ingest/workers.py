@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import os
 import pickle
@@ -108,6 +109,23 @@ def process_image(
     return Processed(valid, sha, len(stripped), path, None)
 
 
+def images_root(lake_home: str | None) -> str | None:
+    """The folder of a local lake's image files (`Lake(lake_home).path("images")`)."""
+    if lake_home is None:
+        return None
+    from lookbench_live.warehouse.lake import Lake
+
+    return Lake(lake_home).path("images")
+
+
+def local_image_path(root: str, sha256: str) -> str:
+    """`Lake.image_path` for a local lake whose images live under `root`, without importing the
+    lake (pyarrow, pandas) into a decode worker; `test_ingest_workers` checks the two agree."""
+    if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
+        raise ValueError(f"not a sha256 hex digest: {sha256!r}")
+    return "/".join([root, sha256[:2], sha256[2:4], sha256])
+
+
 # ---------------------------------------------------------------------------- worker side
 def _read_exact(stream: Any, size: int) -> bytes | None:
     chunks = []
@@ -141,10 +159,8 @@ def _worker_main() -> None:
     settings: IngestSettings = init["settings"]
     validate: Validate = init["validate"]
     image_path: Callable[[str], str] | None = None
-    if init["lake_home"] is not None:
-        from lookbench_live.warehouse.lake import Lake
-
-        image_path = Lake(init["lake_home"]).image_path
+    if init["images_root"] is not None:
+        image_path = functools.partial(local_image_path, init["images_root"])
     budget = settings.decode_memory_mb * 1024 * 1024
     if sys.platform.startswith("linux"):
         limit = _vm_bytes() + budget
@@ -247,7 +263,7 @@ class DecodePool:
         self.settings = settings
         self.size = size
         self.init = pickle.dumps(
-            {"settings": settings, "validate": validate, "lake_home": lake_home},
+            {"settings": settings, "validate": validate, "images_root": images_root(lake_home)},
             protocol=pickle.HIGHEST_PROTOCOL,
         )
         self._workers: list[_Worker] | None = None
