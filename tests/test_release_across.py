@@ -87,3 +87,29 @@ def test_a_failed_gate_uses_up_no_image_and_no_window(tmp_path: Path) -> None:
     assert not _shas(lake, "v20270201") & _shas(lake, "v20270101")
     manifest = json.loads(Path(lake.path("releases", "v20270201", "manifest.json")).read_text())
     assert manifest["window"]["start"] == window.end.isoformat()
+
+
+def test_a_release_index_cached_under_another_hash_method_is_rebuilt(tmp_path: Path) -> None:
+    """Hashes of two methods do not compare: a cache from an older method must not silently drop
+    that release's images out of the near-duplicate check (they would be skipped as foreign)."""
+    from lookbench_live.schema.hashing import HASH_METHOD
+    from lookbench_live.warehouse import released
+
+    lake = Lake(tmp_path / "lake")
+    lakefill.fill(lake)
+    build_release(lake, version="v20261201", taxonomy=PlainTaxonomy())
+    base = lake.path("releases", "v20261201")
+    versions = [("v20261201", base, read_manifest(lake, "v20261201"))]
+    fresh = released.released_index(lake, versions)
+    assert fresh.hashes, "the committed release's images are in the near check"
+    cache = Path(released.index_path(lake, "v20261201"))
+    table = pq.read_table(cache)
+    n = table.num_rows
+    old = table.set_column(
+        table.schema.get_field_index("method"), "method", [["an-older-method"] * n]
+    ).replace_schema_metadata({**table.schema.metadata, b"hash_method": b"an-older-method"})
+    pq.write_table(old, cache)
+    again = released.released_index(lake, versions)
+    # Rebuilt from the release's own bytes (the first index took the lake's hashes of the originals).
+    assert set(again.hashes) == set(fresh.hashes)
+    assert pq.read_table(cache).schema.metadata[b"hash_method"] == HASH_METHOD.encode()

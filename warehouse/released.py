@@ -127,7 +127,7 @@ def write_index(
             "method": [r[3] for r in rows.values()],
         },
         schema=INDEX_SCHEMA,
-    ).replace_schema_metadata({"manifest_sha256": _manifest_digest(lake, base)})
+    ).replace_schema_metadata({"manifest_sha256": _manifest_digest(lake, base), "hash_method": HASH_METHOD})
     lake.fs.makedirs(lake.path("derived", "release_index"), exist_ok=True)
     atomic_write_bytes(lake.fs, index_path(lake, version), parquet_bytes(table))
 
@@ -160,7 +160,12 @@ def _read_index(lake: Lake, version: str, base: str) -> pa.Table:
         with lake.fs.open(path, "rb") as handle:
             table = pq.read_table(handle)
         meta = table.schema.metadata or {}
-        if meta.get(b"manifest_sha256", b"").decode() == digest:
+        # A cache made with another hash method would have its rows skipped by `released_index`
+        # (hashes of two methods do not compare), silently dropping that release from the near check.
+        if (
+            meta.get(b"manifest_sha256", b"").decode() == digest
+            and meta.get(b"hash_method", b"").decode() == HASH_METHOD
+        ):
             return table
     write_index(lake, version, base)
     with lake.fs.open(path, "rb") as handle:
