@@ -195,8 +195,8 @@ def run_generation(
     """Make the AIGen-Studio and AIGen-StreetLook images of this run that are not in the lake yet.
 
     `products`: annotated real gallery products; up to `settings.conditioned_share` of them
-    get an image-conditioned query (item_ids = [product key]) and may appear in street
-    outfits. `progress(done, total)` is called after each batch. `image_generator` reuses an
+    get an image-conditioned query (item_ids = [product key]) and may be worn in street
+    looks, which are then conditioned on the photo of every product they wear (IP-Adapter). `progress(done, total)` is called after each batch. `image_generator` reuses an
     already loaded pipeline (it must be the model `settings` names). `now` (timezone-aware)
     stamps `first_seen_at`/`fetched_at` of new rows, so a run "as of" a date lands in that
     date's release window; default: the current time. `cycle` (the release version) derives
