@@ -140,8 +140,11 @@ def _taxonomy_text(taxonomy: TaxonomyLike) -> list[str]:
     return texts
 
 
-def load_generator(lake: Lake, settings: GenerationSettings, choice: ModelChoice) -> ImageGenerator:
-    """An `ImageGenerator` for the chosen model (building the tiny pipeline once if needed)."""
+def load_generator(
+    lake: Lake, settings: GenerationSettings, choice: ModelChoice, *, with_adapter: bool = True
+) -> ImageGenerator:
+    """An `ImageGenerator` for the chosen model (building the tiny pipeline once if needed);
+    `with_adapter`: also its IP-Adapter (built once if tiny), for runs with conditioned requests."""
     if choice.is_tiny_local:
         path, _ = ensure_tiny_pipeline(tiny_cache_dir(lake), choice.words)
         model = str(path)
@@ -155,7 +158,7 @@ def load_generator(lake: Lake, settings: GenerationSettings, choice: ModelChoice
         attention_slicing=settings.attention_slicing,
         cpu_offload=settings.cpu_offload,
         cpu_threads=settings.cpu_threads,
-        ip_adapter=adapter_spec(lake, settings, choice) if settings.conditioning == "ip_adapter" else None,
+        ip_adapter=adapter_spec(lake, settings, choice) if with_adapter else None,
     )
 
 
@@ -217,7 +220,8 @@ def run_generation(
     generator = image_generator
     for batch in batched(missing, settings.batch_size):
         if generator is None:
-            generator = load_generator(lake, settings, choice)
+            conditioned = any(r.mode == "ip_adapter" for r in missing)
+            generator = load_generator(lake, settings, choice, with_adapter=conditioned)
         outcomes = _generate_batch(lake, generator, batch)
         if not result.generated:
             _refuse_systematic_failure(outcomes)
