@@ -166,6 +166,7 @@ class ImageGenerator:
             self._adapter_loaded = False
             if self.attention_slicing and hasattr(pipe, "enable_attention_slicing"):
                 pipe.enable_attention_slicing()  # unloading resets the attention processors
+            self._reoffload(pipe)
             return
         spec = self.ip_adapter
         if spec is None:
@@ -193,6 +194,14 @@ class ImageGenerator:
                 "It must match the base model and be in the local cache (runs are offline)"
             ) from exc
         self._adapter_loaded = True
+        self._reoffload(pipe)
+
+    def _reoffload(self, pipe: Any) -> None:
+        # The adapter's image encoder arrives after offloading was set up; enabling it again
+        # puts the encoder under the offload hooks too (it is in the pipelines' offload sequence).
+        # Not run here: offloading needs `accelerate` and a GPU.
+        if self.cpu_offload and self.device != "cpu":
+            pipe.enable_model_cpu_offload()
 
     def _load(self) -> Any:
         import diffusers

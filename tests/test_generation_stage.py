@@ -315,3 +315,48 @@ def test_rows_are_stamped_with_the_runs_as_of_time(tmp_path):
     assert {(i.fetched_at, i.first_seen_at) for i in rows(lake, "images")} == {(as_of, as_of)}
     with pytest.raises(ValueError, match="timezone-aware"):
         run_generation(lake, settings, taxonomy(), "naive", now=dt.datetime(2026, 12, 1))
+
+
+def test_rows_written_before_the_conditioning_columns_still_read(tmp_path):
+    """A `generations` fragment of the old schema (no conditioning_json / ip_adapter columns)
+    reads back with nulls, and its release provenance names its img2img product."""
+    import pyarrow.parquet as pq
+
+    from lookbench_live.warehouse.assemble import _generation_provenance
+
+    lake = Lake(tmp_path / "lake")
+    old = Generation(
+        generation_id="a" * 64,
+        subset="aigen_studio",
+        role="query",
+        item_ids=["shop:1"],
+        model="m",
+        pipeline_class="StableDiffusionImg2ImgPipeline",
+        prompt="p",
+        negative_prompt="n",
+        template_version="v",
+        seed=1,
+        steps=2,
+        guidance=5.0,
+        width=32,
+        height=32,
+        scheduler="DDIMScheduler",
+        device="cpu",
+        dtype="float32",
+        requested_attributes_json="[]",
+        conditioned_on="shop:1",
+        conditioned_on_sha256="b" * 64,
+        strength=0.6,
+        status="ok",
+        sha256="c" * 64,
+        first_seen_at=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+    )
+    lake.append([old])
+    [fragment] = lake.fragments("generations")
+    table = pq.read_table(fragment).drop_columns(["conditioning_json", "ip_adapter", "ip_adapter_scale"])
+    pq.write_table(table, fragment)  # as a run before this change wrote it
+    [row] = rows(lake, "generations")
+    assert row.conditioning_json is None and row.ip_adapter is None and row.conditioned_on == "shop:1"
+    provenance = _generation_provenance(row)
+    assert provenance["conditioning"] == [{"product_key": "shop:1", "sha256": "b" * 64}]
+    assert provenance["ip_adapter"] is None and provenance["strength"] == 0.6
