@@ -9,6 +9,11 @@ A monthly release plans with its `cycle` (the release version): every seed deriv
 `generation.seed` and the cycle, so each month brings new garments, prompts and seeds (new
 ids), while a rerun of the same month plans the same ids and makes nothing. Conditioned
 queries start from the products the flow offers, which are this window's arrivals.
+
+Conditioned requests (`generation.conditioning = "ip_adapter"`, the default) are in mode
+`ip_adapter` and carry `(product key, photo sha256)` for every real garment they show: a
+conditioned AIGen-Studio query its one product, a street look each product it wears. The
+photos, the adapter's id and its scale are part of the identity.
 """
 
 from __future__ import annotations
