@@ -330,7 +330,7 @@ def build_tiny_ip_adapter(path: str | os.PathLike[str]) -> Path:
         }
         unet = UNet2DConditionModel(**TINY_UNET)  # only its attention layout is read
         key_id = 1
-        for name in unet.attn_processors:
+        for name in unet.attn_processors:  # type: ignore[attr-defined]  # a mixin property mypy does not see
             if name.endswith("attn1.processor"):  # self-attention: no image tokens
                 continue
             hidden = _ip_hidden_size(name, blocks)
