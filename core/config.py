@@ -153,6 +153,36 @@ class GenerationSettings(Section):
     # order), each on a worker of its own (`resources={"GPU": 1}` when the device is cuda). 1, or
     # the thread runner (torch's thread count is per process): generation runs in the flow process.
     shards: int = Field(default=1, ge=1, le=256)
+    # How queries are conditioned on real products' photos (docs/generation.md):
+    # "ip_adapter": text-to-image with an IP-Adapter fed one photo per product garment (AIGen-Studio
+    # conditioned queries and street looks with products); "img2img": AIGen-Studio queries start
+    # from the product photo, street looks name their products in the prompt only.
+    conditioning: Literal["ip_adapter", "img2img"] = "ip_adapter"
+    # The IP-Adapter, as `pipe.load_ip_adapter(ip_adapter, subfolder=, weight_name=,
+    # image_encoder_folder=)` takes it: a hub id (in the pre-pulled cache) or a local folder.
+    # None with `model` unset: the tiny local adapter built beside the tiny pipeline; None with a
+    # `model`: required when conditioned requests are planned (the run stops before any row).
+    ip_adapter: str | None = None
+    ip_adapter_subfolder: str = "models"  # h94/IP-Adapter: "models" (SD 1.5), "sdxl_models" (SDXL)
+    ip_adapter_weight: str = "ip-adapter_sd15.safetensors"  # SDXL: "ip-adapter_sdxl.safetensors"
+    # The CLIP image encoder: a folder name inside the subfolder, or a path with "/" from the root.
+    ip_adapter_image_encoder: str = "image_encoder"
+    ip_adapter_scale: float = Field(default=0.6, ge=0, le=2)  # how strongly the photos steer the image
+    products_per_look: int = Field(default=1, ge=1, le=4)  # real products a conditioned street look wears
+
+    @field_validator("ip_adapter_weight")
+    @classmethod
+    def _weight_file(cls, value: str) -> str:
+        if not value.endswith((".safetensors", ".bin")) or "/" in value:
+            raise ValueError("ip_adapter_weight is a file name ending in .safetensors or .bin (no folder)")
+        return value
+
+    @field_validator("ip_adapter_subfolder", "ip_adapter_image_encoder")
+    @classmethod
+    def _relative(cls, value: str) -> str:
+        if value.startswith("/") or ".." in value.split("/"):
+            raise ValueError("must be a folder inside the IP-Adapter repository (relative, no '..')")
+        return value
 
 
 class AnnotationSettings(Section):

@@ -68,6 +68,8 @@ def configured_models(settings: Any) -> list[ModelRef]:
             found.append(ModelRef(value, setting))
 
     add(settings.generation.model, "generation.model")
+    if settings.generation.conditioning == "ip_adapter":
+        add(settings.generation.ip_adapter, "generation.ip_adapter")
     if settings.annotation.endpoints:
         add(settings.annotation.model, "annotation.model")
     add(settings.dedup.embedding_model, "dedup.embedding_model")

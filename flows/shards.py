@@ -100,10 +100,12 @@ def plan_generation_shards(
     shards = deal_batches(requests, done, settings.generation.batch_size, count)
     if choice.is_tiny_local and shards:
         # Built once here, not by every worker at once (each would build and race to rename).
-        from lookbench_live.generation.synthesis import tiny_cache_dir
+        from lookbench_live.generation.synthesis import adapter_spec, tiny_cache_dir
         from lookbench_live.generation.tiny import ensure_tiny_pipeline
 
         ensure_tiny_pipeline(tiny_cache_dir(lake), choice.words)
+        if any(getattr(r, "conditioning", ()) for r in requests):
+            adapter_spec(lake, settings.generation, choice)  # the tiny IP-Adapter, likewise once
     return products, shards, len(requests)
 
 

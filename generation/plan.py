@@ -9,6 +9,11 @@ A monthly release plans with its `cycle` (the release version): every seed deriv
 `generation.seed` and the cycle, so each month brings new garments, prompts and seeds (new
 ids), while a rerun of the same month plans the same ids and makes nothing. Conditioned
 queries start from the products the flow offers, which are this window's arrivals.
+
+Conditioned requests (`generation.conditioning = "ip_adapter"`, the default) are in mode
+`ip_adapter` and carry `(product key, photo sha256)` for every real garment they show: a
+conditioned AIGen-Studio query its one product, a street look each product it wears. The
+photos, the adapter's id and its scale are part of the identity.
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ from lookbench_live.generation.prompts import (
 )
 from lookbench_live.schema.records import dumps
 
-Mode = Literal["text2img", "img2img"]
+# text2img: the prompt alone; img2img: starts from a product photo (`strength`); ip_adapter:
+# text-to-image steered by an IP-Adapter fed one product photo per conditioning garment.
+Mode = Literal["text2img", "img2img", "ip_adapter"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,11 @@ class GenerationRequest:
     conditioned_on: str | None = None
     conditioned_on_sha256: str | None = None
     strength: float | None = None
+    # ip_adapter: (product key, photo sha256) per real garment, in prompt order; the adapter's
+    # identity (see `synthesis.choose_adapter`) and scale.
+    conditioning: tuple[tuple[str, str], ...] = ()
+    adapter: str | None = None
+    adapter_scale: float | None = None
     generation_id: str = field(init=False, default="")
 
     def __post_init__(self) -> None:
@@ -83,9 +95,25 @@ class GenerationRequest:
     def requested_attributes_json(self) -> str:
         return dumps([item.requested() for item in self.requested])
 
+    @property
+    def conditioning_json(self) -> str | None:
+        """`Generation.conditioning_json`: [{"product_key", "sha256"}] in prompt order, or None."""
+        if not self.conditioning:
+            return None
+        return dumps([{"product_key": key, "sha256": sha} for key, sha in self.conditioning])
+
     def canonical(self) -> dict[str, Any]:
-        """Everything that determines the image (and its place in the release)."""
+        """Everything that determines the image (and its place in the release). The IP-Adapter
+        keys are present only when set, so ids planned before they existed stay the same."""
+        adapter: dict[str, Any] = {}
+        if self.conditioning or self.adapter is not None or self.adapter_scale is not None:
+            adapter = {
+                "conditioning": [list(pair) for pair in self.conditioning],
+                "adapter": self.adapter,
+                "adapter_scale": self.adapter_scale,
+            }
         return {
+            **adapter,
             "subset": self.subset,
             "role": self.role,
             "item_ids": list(self.item_ids),
@@ -109,7 +137,17 @@ class GenerationRequest:
 
     def batch_key(self) -> tuple[Any, ...]:
         """Requests with equal keys can share one pipeline call."""
-        return (self.mode, self.steps, self.guidance, self.width, self.height, self.strength)
+        return (
+            self.mode,
+            self.steps,
+            self.guidance,
+            self.width,
+            self.height,
+            self.strength,
+            len(self.conditioning),  # one pipeline call feeds the adapter as many photos per prompt
+            self.adapter,
+            self.adapter_scale,
+        )
 
 
 def cycle_seed(seed: int, cycle: str = "") -> int:
@@ -128,12 +166,14 @@ class RequestPlanner:
         templates: PromptTemplates,
         model_name: str,
         cycle: str = "",
+        adapter_name: str | None = None,
     ):
         self.settings = settings
         self.taxonomy = taxonomy
         self.templates = templates
         self.model_name = model_name
         self.cycle = cycle
+        self.adapter_name = adapter_name  # None: unresolved (`plan_generation` refuses ip requests)
         self.seed = cycle_seed(settings.seed, cycle)
         self.chooser = BalancedChooser(f"framing:{self.seed}")
 
@@ -212,16 +252,30 @@ class RequestPlanner:
                     subset=subset,
                     role="query",
                     item_ids=(product.product_key,),
-                    mode="img2img",
                     prompt=self.studio_prompt(item, "query_framings", 0),
                     seed=derive_seed(self.seed, subset, product.product_key, product.sha256, "conditioned"),
                     requested=(item,),
                     conditioned_on=product.product_key,
                     conditioned_on_sha256=product.sha256,
-                    strength=s.strength,
+                    **self._conditioning([product], img2img=True),
                 )
             )
         return requests
+
+    def _conditioning(self, products: Sequence[ConditioningProduct], *, img2img: bool) -> dict[str, Any]:
+        """The mode and conditioning fields of a request showing `products` (none: text2img)."""
+        if not products:
+            return {"mode": "text2img"}
+        if self.settings.conditioning == "ip_adapter":
+            return {
+                "mode": "ip_adapter",
+                "conditioning": tuple((p.product_key, p.sha256) for p in products),
+                "adapter": self.adapter_name,
+                "adapter_scale": self.settings.ip_adapter_scale,
+            }
+        if img2img:
+            return {"mode": "img2img", "strength": self.settings.strength}
+        return {"mode": "text2img"}  # img2img conditioning: street looks name their products only
 
     def conditioned_products(self, products: Sequence[ConditioningProduct]) -> list[ConditioningProduct]:
         """A seeded `conditioned_share` of the products (at most one request per product key)."""
@@ -234,9 +288,8 @@ class RequestPlanner:
     def street(self, products: Sequence[ConditioningProduct]) -> list[GenerationRequest]:
         s = self.settings
         subset: Literal["aigen_streetlook"] = "aigen_streetlook"
-        product_items = [
-            product_item(p.product_key, p.category, p.attributes) for p in self.conditioned_products(products)
-        ]
+        chosen = self.conditioned_products(products)
+        product_items = [product_item(p.product_key, p.category, p.attributes) for p in chosen]
         outfits = sample_outfits(
             self.taxonomy,
             self.templates,
@@ -245,19 +298,22 @@ class RequestPlanner:
             attributes_per_item=s.attributes_per_item,
             product_items=product_items,
             product_share=s.conditioned_share,
+            products_per_look=s.products_per_look,
         )
+        by_key = {p.product_key: p for p in chosen}
         requests: list[GenerationRequest] = []
         for ordinal, outfit in enumerate(outfits):
             ids = tuple(i.item_id for i in outfit.items)
+            worn = [by_key[i.item_id] for i in outfit.items if i.source == "product"]
             requests.append(
                 self._request(
                     subset=subset,
                     role="query",
                     item_ids=ids,
-                    mode="text2img",
                     prompt=self.templates.street_prompt(outfit),
                     seed=derive_seed(self.seed, subset, ordinal, list(ids), "query"),
                     requested=outfit.items,
+                    **self._conditioning(worn, img2img=False),
                 )
             )
             for item in outfit.items:

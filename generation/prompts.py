@@ -303,12 +303,14 @@ def sample_outfits(
     attributes_per_item: int,
     product_items: Sequence[ItemSpec] = (),
     product_share: float = 0.0,
+    products_per_look: int = 1,
 ) -> list[Outfit]:
     """`count` outfits of 2–4 compatible items (one per body slot) in varied street scenes.
 
     Sizes cycle evenly over 2, 3, 4; categories are least-used first. When
     `product_items` are given, `round(count * product_share)` outfits include one real
-    product (its item_ID is the product key, so the query has a real gallery match).
+    product (its item_ID is the product key, so the query has a real gallery match), and up
+    to `products_per_look` products in all when more of them fit free body slots.
     """
     subset: Subset = "aigen_streetlook"
     categories = list(taxonomy.category_names())
@@ -329,6 +331,19 @@ def sample_outfits(
             product = next(p for p in product_items if p.item_id == chosen)
             items.append(product)
             slots.append(templates.slot_of(product.category))
+            # More real garments where they fit (one per body slot, never twice the same product).
+            while len(items) < min(size, products_per_look):
+                fitting = [
+                    p.item_id
+                    for p in product_items
+                    if p not in items and templates.compatible(slots, templates.slot_of(p.category))
+                ]
+                if not fitting:
+                    break
+                picked = chooser.pick("product", fitting)
+                extra = next(p for p in product_items if p.item_id == picked)
+                items.append(extra)
+                slots.append(templates.slot_of(extra.category))
         while len(items) < size:
             candidates = [c for c in categories if templates.compatible(slots, templates.slot_of(c))]
             if not candidates:

@@ -3,7 +3,9 @@
 `ImageGenerator` loads any text-to-image pipeline with
 `DiffusionPipeline.from_pretrained(model_id_or_path)` (a hub id such as SDXL, SD3 or
 FLUX, or a local folder such as the tiny pipeline) and derives the image-to-image
-pipeline from the same components (`AutoPipelineForImage2Image.from_pipe`).
+pipeline from the same components (`AutoPipelineForImage2Image.from_pipe`). Requests in
+`ip_adapter` mode run the text-to-image pipeline with an IP-Adapter
+(`pipe.load_ip_adapter`, diffusers' own loader) fed one product photo per garment.
 
 What a caller may rely on:
 - Each image's initial noise comes from its own CPU `torch.Generator` seeded with the
@@ -26,7 +28,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from PIL import Image
 
@@ -35,6 +37,22 @@ from lookbench_live.generation.plan import GenerationRequest
 log = logging.getLogger(__name__)
 
 DTYPES = ("float32", "float16", "bfloat16")
+
+# What a request starts from: nothing (text2img), one photo (img2img), or one photo per
+# conditioning garment (ip_adapter).
+Conditioning: TypeAlias = "Image.Image | Sequence[Image.Image] | None"
+
+
+@dataclass(frozen=True, slots=True)
+class IPAdapterSpec:
+    """An IP-Adapter as `pipe.load_ip_adapter(source, subfolder=, weight_name=,
+    image_encoder_folder=)` takes it; `name` is what requests and rows record."""
+
+    source: str  # hub id (from the local cache) or folder
+    subfolder: str
+    weight_name: str
+    image_encoder_folder: str
+    name: str
 
 
 class GenerationSetupError(RuntimeError):
@@ -96,6 +114,7 @@ class ImageGenerator:
         attention_slicing: bool = False,
         cpu_offload: bool = False,
         cpu_threads: int | None = None,
+        ip_adapter: IPAdapterSpec | None = None,
     ):
         if dtype not in DTYPES:
             raise GenerationSetupError(f"generation.dtype {dtype!r} is not one of {DTYPES}")
@@ -108,8 +127,10 @@ class ImageGenerator:
         # One thread unless asked: CPU bits depend on the thread count, and on busy 2-core
         # machines two OpenMP threads spin-wait (measured 20-40x slower than one).
         self.cpu_threads = cpu_threads or 1
+        self.ip_adapter = ip_adapter
         self._text2img: Any = None
         self._img2img: Any = None
+        self._adapter_loaded = False
 
     # ------------------------------------------------------------------ loading
     @property
@@ -132,6 +153,55 @@ class ImageGenerator:
                 ) from exc
             self._img2img.set_progress_bar_config(disable=True)
         return self._img2img
+
+    def _with_adapter(self, loaded: bool) -> None:
+        """Load or unload the IP-Adapter. Its attention processors live in the UNet that the
+        text-to-image and image-to-image pipelines share, and they need image embeddings on
+        every call, so other modes run with it unloaded (diffusers' default processors)."""
+        if loaded == self._adapter_loaded:
+            return
+        pipe = self.pipeline
+        if not loaded:
+            pipe.unload_ip_adapter()
+            self._adapter_loaded = False
+            if self.attention_slicing and hasattr(pipe, "enable_attention_slicing"):
+                pipe.enable_attention_slicing()  # unloading resets the attention processors
+            self._reoffload(pipe)
+            return
+        spec = self.ip_adapter
+        if spec is None:
+            raise GenerationSetupError(
+                "an ip_adapter request needs an IP-Adapter: set generation.ip_adapter (for example "
+                "h94/IP-Adapter) or generation.conditioning = 'img2img'"
+            )
+        if not hasattr(pipe, "load_ip_adapter") or not hasattr(pipe, "encode_image"):
+            raise GenerationSetupError(
+                f"{type(pipe).__name__} ({self.model}) cannot take an IP-Adapter in diffusers; "
+                "set generation.conditioning = 'img2img'"
+            )
+        try:
+            pipe.load_ip_adapter(
+                spec.source,
+                subfolder=spec.subfolder,
+                weight_name=spec.weight_name,
+                image_encoder_folder=spec.image_encoder_folder,
+            )
+        except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+            # RuntimeError: weights shaped for another base model (an SD 1.5 adapter on SDXL).
+            raise GenerationSetupError(
+                f"cannot load IP-Adapter {spec.source!r} ({spec.subfolder}/{spec.weight_name}, image encoder "
+                f"{spec.image_encoder_folder!r}) into {self.model!r}: {' '.join(str(exc).split())[:400]}. "
+                "It must match the base model and be in the local cache (runs are offline)"
+            ) from exc
+        self._adapter_loaded = True
+        self._reoffload(pipe)
+
+    def _reoffload(self, pipe: Any) -> None:
+        # The adapter's image encoder arrives after offloading was set up; enabling it again
+        # puts the encoder under the offload hooks too (it is in the pipelines' offload sequence).
+        # Not run here: offloading needs `accelerate` and a GPU.
+        if self.cpu_offload and self.device != "cpu":
+            pipe.enable_model_cpu_offload()
 
     def _load(self) -> Any:
         import diffusers
@@ -177,14 +247,19 @@ class ImageGenerator:
 
     # ------------------------------------------------------------------ generating
     def generate(
-        self, requests: Sequence[GenerationRequest], init_images: Sequence[Image.Image | None] | None = None
+        self, requests: Sequence[GenerationRequest], init_images: Sequence[Conditioning] | None = None
     ) -> list[ImageOutcome]:
-        """Images for requests sharing one `batch_key()`; per-image errors, never a lost batch."""
+        """Images for requests sharing one `batch_key()`; per-image errors, never a lost batch.
+        `init_images[i]`: request i's photo (img2img) or its photos in garment order (ip_adapter)."""
         if not requests:
             return []
         if len({r.batch_key() for r in requests}) != 1:
             raise ValueError("generate() takes requests with one batch_key(); group them first")
         images = list(init_images) if init_images is not None else [None] * len(requests)
+        if requests[0].mode == "ip_adapter" and len(requests) > 1:
+            # diffusers repeats the adapter's embeddings for every prompt of a call (one set of
+            # photos per call), so each look with its own photos is its own call.
+            return [o for r, i in zip(requests, images, strict=True) for o in self.generate([r], [i])]
         batch_id = batch_identity(requests)
         try:
             started = time.perf_counter()
@@ -210,11 +285,12 @@ class ImageGenerator:
                 outcomes.extend(self.generate([request], [image]))
         return outcomes
 
-    def _call(self, requests: Sequence[GenerationRequest], images: Sequence[Image.Image | None]) -> list[Any]:
+    def _call(self, requests: Sequence[GenerationRequest], images: Sequence[Conditioning]) -> list[Any]:
         import torch
 
         first = requests[0]
         img2img = first.mode == "img2img"
+        self._with_adapter(first.mode == "ip_adapter")
         pipe = self.img2img if img2img else self.pipeline
         accepted = set(inspect.signature(pipe.__call__).parameters)
         # CPU generators: the initial noise is the same on every device for a given seed.
@@ -236,11 +312,48 @@ class ImageGenerator:
         else:
             kwargs["height"], kwargs["width"] = first.height, first.width
         with torch.inference_mode(), self._threads():
+            if first.mode == "ip_adapter":
+                if "ip_adapter_image_embeds" not in accepted:
+                    raise GenerationSetupError(f"{type(pipe).__name__} takes no ip_adapter_image_embeds")
+                kwargs["ip_adapter_image_embeds"] = self._ip_embeds(pipe, requests, images)
+                pipe.set_ip_adapter_scale(first.adapter_scale)
             output = pipe(**kwargs)
         arrays = list(output.images)
         if len(arrays) != len(requests):
             raise RuntimeError(f"pipeline returned {len(arrays)} images for {len(requests)} prompts")
         return arrays
+
+    def _ip_embeds(
+        self, pipe: Any, requests: Sequence[GenerationRequest], images: Sequence[Conditioning]
+    ) -> list[Any]:
+        """The request's photos as the adapter's image embeddings (one request per call).
+
+        Made with the pipeline's own `encode_image` and passed as `ip_adapter_image_embeds`:
+        per adapter one tensor [1, photos, ...], the unconditional half first under
+        classifier-free guidance (the layout `prepare_ip_adapter_image_embeds` expects). One
+        adapter takes all of a look's garment photos as its images: their tokens are
+        concatenated, one group of 4 tokens per garment.
+        """
+        import torch
+        from diffusers.models.embeddings import ImageProjection
+
+        per_request: list[list[Image.Image]] = []
+        for request, given in zip(requests, images, strict=True):
+            photos = [given] if isinstance(given, Image.Image) else list(given or [])
+            if len(photos) != len(request.conditioning) or not photos:
+                raise ValueError(
+                    f"ip_adapter request with {len(photos)} photos for {len(request.conditioning)} garments"
+                )
+            per_request.append([p.convert("RGB") for p in photos])
+        layers = pipe.unet.encoder_hid_proj.image_projection_layers
+        hidden = not isinstance(layers[0], ImageProjection)  # Plus adapters read hidden states
+        flat = [photo for photos in per_request for photo in photos]
+        positive, negative = pipe.encode_image(flat, pipe._execution_device, 1, hidden)
+        shape = (len(per_request), len(per_request[0]), *positive.shape[1:])
+        positive, negative = positive.reshape(shape), negative.reshape(shape)
+        guided = requests[0].guidance > 1 and getattr(pipe.unet.config, "time_cond_proj_dim", None) is None
+        embeds = torch.cat([negative, positive]) if guided else positive
+        return [embeds] * len(layers)
 
     def _outcome(
         self, request: GenerationRequest, array: Any, seconds: float, batch_id: str, position: int
@@ -309,11 +422,13 @@ def batch_identity(requests: Sequence[GenerationRequest]) -> str:
 
 
 def batched(requests: Sequence[GenerationRequest], batch_size: int) -> list[list[GenerationRequest]]:
-    """Consecutive runs of one `batch_key()`, cut at `batch_size`: stable for a stable request list."""
+    """Consecutive runs of one `batch_key()`, cut at `batch_size` (at 1 for ip_adapter requests,
+    which diffusers runs one per call): stable for a stable request list."""
     batches: list[list[GenerationRequest]] = []
     groups: dict[tuple[Any, ...], list[GenerationRequest]] = {}
     for request in requests:
         groups.setdefault(request.batch_key(), []).append(request)
-    for group in groups.values():
-        batches.extend(group[i : i + batch_size] for i in range(0, len(group), batch_size))
+    for key, group in groups.items():
+        size = 1 if key[0] == "ip_adapter" else batch_size
+        batches.extend(group[i : i + size] for i in range(0, len(group), size))
     return batches

@@ -35,8 +35,24 @@ from PIL import Image
 from lookbench_live.config import GenerationSettings
 from lookbench_live.generation.plan import ConditioningProduct, GenerationRequest, RequestPlanner
 from lookbench_live.generation.prompts import PromptTemplates, TaxonomyLike, load_templates
-from lookbench_live.generation.runner import GenerationSetupError, ImageGenerator, ImageOutcome, batched
-from lookbench_live.generation.tiny import ensure_tiny_pipeline, tiny_model_name, tiny_words
+from lookbench_live.generation.runner import (
+    Conditioning,
+    GenerationSetupError,
+    ImageGenerator,
+    ImageOutcome,
+    IPAdapterSpec,
+    batched,
+)
+from lookbench_live.generation.tiny import (
+    TINY_IMAGE_ENCODER,
+    TINY_IP_ADAPTER_SUBFOLDER,
+    TINY_IP_ADAPTER_WEIGHT,
+    ensure_tiny_ip_adapter,
+    ensure_tiny_pipeline,
+    tiny_ip_adapter_name,
+    tiny_model_name,
+    tiny_words,
+)
 from lookbench_live.schema.hashing import hash_image
 from lookbench_live.schema.records import Generation, ImageRecord, utcnow
 from lookbench_live.schema.taxonomy import Taxonomy
@@ -88,6 +104,33 @@ def choose_model(
     return ModelChoice(tiny_model_name(words), True, tuple(words))
 
 
+def choose_adapter(settings: GenerationSettings, choice: ModelChoice) -> str | None:
+    """The IP-Adapter's recorded id: the configured one ("<source>:<subfolder>/<weight>"), the
+    tiny local adapter beside the tiny pipeline, or None (no adapter for a configured model)."""
+    if settings.ip_adapter:
+        return f"{settings.ip_adapter}:{settings.ip_adapter_subfolder}/{settings.ip_adapter_weight}"
+    return tiny_ip_adapter_name() if choice.is_tiny_local else None
+
+
+def adapter_spec(lake: Lake, settings: GenerationSettings, choice: ModelChoice) -> IPAdapterSpec | None:
+    """What `ImageGenerator` loads for `choose_adapter` (building the tiny adapter once if needed)."""
+    name = choose_adapter(settings, choice)
+    if name is None:
+        return None
+    if settings.ip_adapter:
+        return IPAdapterSpec(
+            settings.ip_adapter,
+            settings.ip_adapter_subfolder,
+            settings.ip_adapter_weight,
+            settings.ip_adapter_image_encoder,
+            name,
+        )
+    path, _ = ensure_tiny_ip_adapter(tiny_cache_dir(lake))
+    return IPAdapterSpec(
+        str(path), TINY_IP_ADAPTER_SUBFOLDER, TINY_IP_ADAPTER_WEIGHT, TINY_IMAGE_ENCODER, name
+    )
+
+
 def _taxonomy_text(taxonomy: TaxonomyLike) -> list[str]:
     texts: list[str] = []
     for category in taxonomy.category_names():
@@ -97,8 +140,11 @@ def _taxonomy_text(taxonomy: TaxonomyLike) -> list[str]:
     return texts
 
 
-def load_generator(lake: Lake, settings: GenerationSettings, choice: ModelChoice) -> ImageGenerator:
-    """An `ImageGenerator` for the chosen model (building the tiny pipeline once if needed)."""
+def load_generator(
+    lake: Lake, settings: GenerationSettings, choice: ModelChoice, *, with_adapter: bool = True
+) -> ImageGenerator:
+    """An `ImageGenerator` for the chosen model (building the tiny pipeline once if needed);
+    `with_adapter`: also its IP-Adapter (built once if tiny), for runs with conditioned requests."""
     if choice.is_tiny_local:
         path, _ = ensure_tiny_pipeline(tiny_cache_dir(lake), choice.words)
         model = str(path)
@@ -112,6 +158,7 @@ def load_generator(lake: Lake, settings: GenerationSettings, choice: ModelChoice
         attention_slicing=settings.attention_slicing,
         cpu_offload=settings.cpu_offload,
         cpu_threads=settings.cpu_threads,
+        ip_adapter=adapter_spec(lake, settings, choice) if with_adapter else None,
     )
 
 
@@ -125,7 +172,15 @@ def plan_generation(
     (a release version) gives each release its own seeds (see `plan.cycle_seed`)."""
     templates = load_templates(settings.templates)
     choice = choose_model(settings, taxonomy, templates)
-    return choice, RequestPlanner(settings, taxonomy, templates, choice.name, cycle).plan(products)
+    adapter = choose_adapter(settings, choice)
+    requests = RequestPlanner(settings, taxonomy, templates, choice.name, cycle, adapter).plan(products)
+    if adapter is None and any(r.mode == "ip_adapter" for r in requests):
+        raise GenerationSetupError(
+            f"generation.model = {settings.model!r} with conditioning = 'ip_adapter' needs generation.ip_adapter "
+            "(for SDXL: ip_adapter = 'h94/IP-Adapter', ip_adapter_subfolder = 'sdxl_models', ip_adapter_weight = "
+            "'ip-adapter_sdxl.safetensors'), or conditioning = 'img2img', or conditioned_share = 0"
+        )
+    return choice, requests
 
 
 def run_generation(
@@ -144,8 +199,8 @@ def run_generation(
     """Make the AIGen-Studio and AIGen-StreetLook images of this run that are not in the lake yet.
 
     `products`: annotated real gallery products; up to `settings.conditioned_share` of them
-    get an image-conditioned query (item_ids = [product key]) and may appear in street
-    outfits. `progress(done, total)` is called after each batch. `image_generator` reuses an
+    get an image-conditioned query (item_ids = [product key]) and may be worn in street
+    looks, which are then conditioned on the photo of every product they wear (IP-Adapter). `progress(done, total)` is called after each batch. `image_generator` reuses an
     already loaded pipeline (it must be the model `settings` names). `now` (timezone-aware)
     stamps `first_seen_at`/`fetched_at` of new rows, so a run "as of" a date lands in that
     date's release window; default: the current time. `cycle` (the release version) derives
@@ -172,7 +227,8 @@ def run_generation(
     generator = image_generator
     for batch in batched(missing, settings.batch_size):
         if generator is None:
-            generator = load_generator(lake, settings, choice)
+            conditioned = any(r.mode == "ip_adapter" for r in missing)
+            generator = load_generator(lake, settings, choice, with_adapter=conditioned)
         outcomes = _generate_batch(lake, generator, batch)
         if not result.generated:
             _refuse_systematic_failure(outcomes)
@@ -209,17 +265,18 @@ def _refuse_systematic_failure(outcomes: list[ImageOutcome]) -> None:
 def _generate_batch(
     lake: Lake, generator: ImageGenerator, batch: list[GenerationRequest]
 ) -> list[ImageOutcome]:
-    """Conditioning photos are read first; a request whose photo is unusable fails alone."""
+    """Conditioning photos are read first; a request with an unusable photo fails alone."""
     ready: list[GenerationRequest] = []
-    images: list[Image.Image | None] = []
+    images: list[Conditioning] = []
     failed: list[ImageOutcome] = []
     for request in batch:
-        if request.mode != "img2img":
-            ready.append(request)
-            images.append(None)
-            continue
         try:
-            image = _conditioning_image(lake, request.conditioned_on_sha256)
+            if request.mode == "img2img":
+                image: Conditioning = _conditioning_image(lake, request.conditioned_on_sha256)
+            elif request.mode == "ip_adapter":
+                image = [_conditioning_image(lake, sha, key) for key, sha in request.conditioning]
+            else:
+                image = None
         except (LakeError, OSError, ValueError, Image.DecompressionBombError) as exc:
             failed.append(ImageOutcome(request, error=str(exc)))
             continue
@@ -228,19 +285,20 @@ def _generate_batch(
     return [*generator.generate(ready, images), *failed] if ready else failed
 
 
-def _conditioning_image(lake: Lake, sha256: str | None) -> Image.Image:
+def _conditioning_image(lake: Lake, sha256: str | None, product_key: str | None = None) -> Image.Image:
+    of = f" of {product_key}" if product_key else ""
     if not sha256:
-        raise ValueError("conditioning_image_missing: the product has no image sha256")
+        raise ValueError(f"conditioning_image_missing: the product{of} has no image sha256")
     try:
         data = lake.get_image(sha256)
     except LakeError as exc:
-        raise ValueError(f"conditioning_image_missing: {exc}") from exc
+        raise ValueError(f"conditioning_image_missing: photo {sha256}{of}: {exc}") from exc
     try:
         image = Image.open(io.BytesIO(data))
         image.load()
     except Exception as exc:  # Pillow raises many types for bad bytes
         raise ValueError(
-            f"conditioning_image_unreadable: image {sha256}: {type(exc).__name__}: {exc}"
+            f"conditioning_image_unreadable: image {sha256}{of}: {type(exc).__name__}: {exc}"
         ) from exc
     return image.convert("RGB")
 
@@ -311,6 +369,9 @@ def _commit(
                 conditioned_on=request.conditioned_on,
                 conditioned_on_sha256=request.conditioned_on_sha256,
                 strength=request.strength,
+                conditioning_json=request.conditioning_json,
+                ip_adapter=request.adapter,
+                ip_adapter_scale=request.adapter_scale,
                 status="ok" if sha else "failed",
                 error=None if sha else (outcome.error or "unknown"),
                 sha256=sha,

@@ -23,7 +23,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 # Bump when anything below changes the saved pipeline: the name is recorded in every
@@ -98,6 +98,21 @@ BASE_WORDS = tuple(
 )
 
 
+# The tiny UNet's config: the tiny IP-Adapter is shaped from it (`build_tiny_ip_adapter`).
+TINY_UNET: dict[str, object] = {
+    "sample_size": 32,
+    "in_channels": 4,
+    "out_channels": 4,
+    "layers_per_block": 1,
+    "block_out_channels": (32, 64),
+    "down_block_types": ("DownBlock2D", "CrossAttnDownBlock2D"),
+    "up_block_types": ("CrossAttnUpBlock2D", "UpBlock2D"),
+    "cross_attention_dim": 32,
+    "attention_head_dim": 8,
+    "norm_num_groups": 8,
+}
+
+
 def bytes_to_unicode() -> dict[int, str]:
     """GPT-2/CLIP byte-to-character table: every byte gets a printable stand-in."""
     bs = (
@@ -167,18 +182,7 @@ def build_tiny_pipeline(path: str | os.PathLike[str], words: Iterable[str] = BAS
     generator_state = torch.random.get_rng_state()
     try:
         torch.manual_seed(0)  # seeded weights: the same words give the same checkpoint
-        unet = UNet2DConditionModel(
-            sample_size=32,
-            in_channels=4,
-            out_channels=4,
-            layers_per_block=1,
-            block_out_channels=(32, 64),
-            down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
-            up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
-            cross_attention_dim=32,
-            attention_head_dim=8,
-            norm_num_groups=8,
-        )
+        unet = UNet2DConditionModel(**TINY_UNET)
         vae = AutoencoderKL(
             in_channels=3,
             out_channels=3,
@@ -234,20 +238,117 @@ def ensure_tiny_pipeline(
     word_list = tiny_words(words)
     name = tiny_model_name(word_list)
     target = Path(cache_dir) / name
-    if (target / "model_index.json").exists():
-        return target, name
+    _build_once(target, "model_index.json", lambda scratch: build_tiny_pipeline(scratch, word_list))
+    return target, name
+
+
+def _build_once(target: Path, marker: str, build: Callable[[Path], object]) -> None:
+    """Build into a scratch folder beside `target`, then rename: a killed build leaves only a
+    `.tmp-*` folder, never a half-written model under the final name."""
+    if (target / marker).exists():
+        return
     target.parent.mkdir(parents=True, exist_ok=True)
-    # Build beside, then rename: a killed build leaves only a `.tmp-*` folder, never a
-    # half-written pipeline under the final name.
-    scratch = target.parent / f".tmp-{name}-{uuid.uuid4().hex[:8]}"
+    scratch = target.parent / f".tmp-{target.name}-{uuid.uuid4().hex[:8]}"
     try:
-        build_tiny_pipeline(scratch, word_list)
+        build(scratch)
         try:
             os.replace(scratch, target)
         except OSError:
-            if not (target / "model_index.json").exists():  # not a concurrent builder that won
+            if not (target / marker).exists():  # not a concurrent builder that won
                 raise
     finally:
         if scratch.exists():
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------- tiny IP-Adapter
+# Bump when the saved adapter changes: its name is recorded in `generations.ip_adapter`
+# and enters the generation_id of every request conditioned through it.
+TINY_IP_ADAPTER_VERSION = "1"
+TINY_IP_ADAPTER_SUBFOLDER = "models"
+TINY_IP_ADAPTER_WEIGHT = "ip-adapter_tiny.safetensors"
+TINY_IMAGE_ENCODER = "image_encoder"
+TINY_IMAGE_EMBED_DIM = 32
+
+
+def tiny_ip_adapter_name() -> str:
+    return f"tiny-ip-adapter-{TINY_IP_ADAPTER_VERSION}"
+
+
+def _ip_hidden_size(processor_name: str, block_out_channels: list[int]) -> int:
+    # The rule of diffusers' `UNet2DConditionLoadersMixin._convert_ip_adapter_attn_to_diffusers`.
+    if processor_name.startswith("mid_block"):
+        return block_out_channels[-1]
+    block_id = int(processor_name[len("up_blocks.")]) if processor_name.startswith("up_blocks") else None
+    if block_id is not None:
+        return list(reversed(block_out_channels))[block_id]
+    return block_out_channels[int(processor_name[len("down_blocks.")])]
+
+
+def build_tiny_ip_adapter(path: str | os.PathLike[str]) -> Path:
+    """A tiny IP-Adapter for the tiny pipeline, in the layout of `h94/IP-Adapter`, so
+    `pipe.load_ip_adapter(path, subfolder="models", weight_name="ip-adapter_tiny.safetensors")`
+    loads it through diffusers' real loader:
+
+    - `models/image_encoder/`: a `CLIPVisionModelWithProjection` (config + safetensors);
+    - `models/ip-adapter_tiny.safetensors`: `image_proj.proj.{weight,bias}` and
+      `image_proj.norm.{weight,bias}` (the plain IP-Adapter's image projection to 4 tokens),
+      and `ip_adapter.<k>.to_{k,v}_ip.weight` for every cross-attention layer of the UNet,
+      numbered 1, 3, 5, … in `unet.attn_processors` order, as the loader reads them.
+
+    Weights are seeded random: conditioning changes the image, but it depicts nothing.
+    """
+    import torch
+    from diffusers import UNet2DConditionModel
+    from safetensors.torch import save_file
+    from transformers import CLIPVisionConfig, CLIPVisionModelWithProjection
+
+    cross = int(TINY_UNET["cross_attention_dim"])  # type: ignore[call-overload]
+    blocks = [int(c) for c in TINY_UNET["block_out_channels"]]  # type: ignore[attr-defined]
+    state = torch.random.get_rng_state()
+    try:
+        torch.manual_seed(1)
+        encoder = CLIPVisionModelWithProjection(
+            CLIPVisionConfig(
+                hidden_size=32,
+                intermediate_size=64,
+                projection_dim=TINY_IMAGE_EMBED_DIM,
+                num_attention_heads=4,
+                num_hidden_layers=2,
+                image_size=32,
+                patch_size=8,
+                num_channels=3,
+            )
+        )
+        tokens = 4  # the plain IP-Adapter projects one image embedding to 4 context tokens
+        proj = torch.nn.Linear(TINY_IMAGE_EMBED_DIM, cross * tokens)
+        tensors: dict[str, torch.Tensor] = {
+            "image_proj.proj.weight": proj.weight.detach(),
+            "image_proj.proj.bias": proj.bias.detach(),
+            "image_proj.norm.weight": torch.ones(cross),
+            "image_proj.norm.bias": torch.zeros(cross),
+        }
+        unet = UNet2DConditionModel(**TINY_UNET)  # only its attention layout is read
+        key_id = 1
+        for name in unet.attn_processors:  # type: ignore[attr-defined]  # a mixin property mypy does not see
+            if name.endswith("attn1.processor"):  # self-attention: no image tokens
+                continue
+            hidden = _ip_hidden_size(name, blocks)
+            for kind in ("to_k_ip", "to_v_ip"):
+                layer = torch.nn.Linear(cross, hidden, bias=False)
+                tensors[f"ip_adapter.{key_id}.{kind}.weight"] = layer.weight.detach()
+            key_id += 2
+    finally:
+        torch.random.set_rng_state(state)
+    target = Path(path) / TINY_IP_ADAPTER_SUBFOLDER
+    encoder.save_pretrained(target / TINY_IMAGE_ENCODER, safe_serialization=True)
+    save_file({k: v.contiguous() for k, v in tensors.items()}, str(target / TINY_IP_ADAPTER_WEIGHT))
+    return Path(path)
+
+
+def ensure_tiny_ip_adapter(cache_dir: str | os.PathLike[str]) -> tuple[Path, str]:
+    """The tiny IP-Adapter's folder under `cache_dir` (built once) and its name."""
+    name = tiny_ip_adapter_name()
+    target = Path(cache_dir) / name
+    _build_once(target, f"{TINY_IP_ADAPTER_SUBFOLDER}/{TINY_IP_ADAPTER_WEIGHT}", build_tiny_ip_adapter)
     return target, name

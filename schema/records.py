@@ -259,9 +259,14 @@ class Generation(Record):
     device: str
     dtype: str
     requested_attributes_json: str  # [{"item_id", "category", "attributes": {group: value}}]
-    conditioned_on: str | None = None  # product key for image-conditioned generation
+    conditioned_on: str | None = None  # product key of a conditioned AIGen-Studio query (one product)
     conditioned_on_sha256: str | None = None
-    strength: float | None = None
+    strength: float | None = None  # img2img only
+    # Every conditioning photo, in prompt order: [{"product_key", "sha256"}] (None: unconditioned,
+    # or an img2img row written before this column, whose conditioned_on* say it all).
+    conditioning_json: str | None = None
+    ip_adapter: str | None = None  # the IP-Adapter's id ("<repo or folder>:<subfolder>/<weight>")
+    ip_adapter_scale: float | None = None
     status: Literal["ok", "failed"]
     error: str | None = None
     sha256: str | None = None

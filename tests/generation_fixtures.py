@@ -14,9 +14,15 @@ from pathlib import Path
 
 from lookbench_live.config import GenerationSettings
 from lookbench_live.generation.prompts import load_templates
-from lookbench_live.generation.runner import ImageGenerator
+from lookbench_live.generation.runner import ImageGenerator, IPAdapterSpec
 from lookbench_live.generation.synthesis import choose_model
-from lookbench_live.generation.tiny import ensure_tiny_pipeline
+from lookbench_live.generation.tiny import (
+    TINY_IMAGE_ENCODER,
+    TINY_IP_ADAPTER_SUBFOLDER,
+    TINY_IP_ADAPTER_WEIGHT,
+    ensure_tiny_ip_adapter,
+    ensure_tiny_pipeline,
+)
 from lookbench_live.schema.taxonomy import Taxonomy, default_taxonomy
 
 
@@ -43,19 +49,33 @@ def taxonomy() -> Taxonomy:
 
 
 @functools.cache
+def _cache() -> Path:
+    cache = Path(tempfile.mkdtemp(prefix="lookbench-tiny-"))
+    atexit.register(shutil.rmtree, cache, ignore_errors=True)
+    return cache
+
+
+@functools.cache
 def tiny_dir() -> Path:
     """The tiny pipeline the embedded default would build, in a per-process folder."""
     choice = choose_model(GenerationSettings(), taxonomy(), load_templates())
-    cache = Path(tempfile.mkdtemp(prefix="lookbench-tiny-"))
-    atexit.register(shutil.rmtree, cache, ignore_errors=True)
-    path, name = ensure_tiny_pipeline(cache, choice.words)
+    path, name = ensure_tiny_pipeline(_cache(), choice.words)
     assert name == choice.name
     return path
 
 
 @functools.cache
+def tiny_adapter() -> IPAdapterSpec:
+    """The tiny IP-Adapter the embedded default would build, loaded by diffusers' own loader."""
+    path, name = ensure_tiny_ip_adapter(_cache())
+    return IPAdapterSpec(
+        str(path), TINY_IP_ADAPTER_SUBFOLDER, TINY_IP_ADAPTER_WEIGHT, TINY_IMAGE_ENCODER, name
+    )
+
+
+@functools.cache
 def tiny_generator() -> ImageGenerator:
     # One thread: on a busy 2-core machine two OpenMP threads spin-wait (measured 40× slower).
-    generator = ImageGenerator(str(tiny_dir()), device="cpu", cpu_threads=1)
+    generator = ImageGenerator(str(tiny_dir()), device="cpu", cpu_threads=1, ip_adapter=tiny_adapter())
     generator.pipeline  # noqa: B018 - load now, once
     return generator

@@ -82,6 +82,23 @@ def test_main_job_builds_a_verified_release_with_report_and_evaluation(reference
         gallery = pq.read_table(base / subset / "gallery.parquet", columns=["item_ID"]).column(0).to_pylist()
         for item in pq.read_table(base / subset / "query.parquet", columns=["item_ID"]).column(0).to_pylist():
             assert 1 <= gallery.count(item) <= 4
+    # AIGen queries of real products were drawn from those products' photos (the IP-Adapter), and
+    # their gallery is the products' real photos.
+    for subset in ("aigen_studio", "aigen_streetlook"):
+        queries = pq.read_table(
+            base / subset / "query.parquet", columns=["item_ID", "provenance"]
+        ).to_pylist()
+        gallery = pq.read_table(base / subset / "gallery.parquet", columns=["item_ID", "source"]).to_pylist()
+        real = [q for q in queries if not q["item_ID"].startswith("aigen:")]
+        assert real, f"{subset} has no query of a real product"
+        for query in real:
+            provenance = json.loads(query["provenance"])
+            assert query["item_ID"] in {c["product_key"] for c in provenance["conditioning"]}
+            assert (
+                provenance["ip_adapter"].startswith("tiny-ip-adapter-") and provenance["ip_adapter_scale"] > 0
+            )
+            sources = {g["source"] for g in gallery if g["item_ID"] == query["item_ID"]}
+            assert sources and "generation" not in sources
 
 
 def test_a_rerun_of_a_finished_refresh_changes_nothing(reference: Path, cli: str) -> None:

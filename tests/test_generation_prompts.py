@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
+import pytest
 from generation_fixtures import small_settings, taxonomy
 
 from lookbench_live.generation.plan import ConditioningProduct
 from lookbench_live.generation.prompts import NOT_VISIBLE, load_templates, sample_outfits, sample_studio_items
 from lookbench_live.generation.synthesis import plan_generation
+from lookbench_live.generation.tiny import tiny_ip_adapter_name
 
 
 def test_studio_items_cover_every_category_and_spread_values_evenly():
@@ -115,11 +118,16 @@ def test_plan_records_template_version_and_links_products():
     assert len({r.generation_id for r in requests}) == len(requests)
 
     studio_queries = [r for r in requests if r.subset == "aigen_studio" and r.role == "query"]
-    conditioned = [r for r in studio_queries if r.mode == "img2img"]
+    conditioned = [r for r in studio_queries if r.mode == "ip_adapter"]
     assert len(conditioned) == 2  # half of four products
     for request in conditioned:
         assert request.item_ids == (request.conditioned_on,)
         assert request.conditioned_on_sha256 == f"{int(request.conditioned_on.split(':')[1]):064x}"
+        assert request.conditioning == ((request.conditioned_on, request.conditioned_on_sha256),)
+        assert (
+            request.adapter == tiny_ip_adapter_name() and request.adapter_scale == settings.ip_adapter_scale
+        )
+        assert request.strength is None
         assert "red" in request.prompt and NOT_VISIBLE not in request.prompt.replace(" ", "_")
     galleries = Counter(r.item_ids for r in requests if r.subset == "aigen_studio" and r.role == "gallery")
     assert len(galleries) == 3 and set(galleries.values()) == {2}
@@ -128,6 +136,11 @@ def test_plan_records_template_version_and_links_products():
     assert len(street_queries) == 4
     with_products = [r for r in street_queries if any(i.startswith("shop:") for i in r.item_ids)]
     assert len(with_products) == 2
+    for request in with_products:  # conditioned on the photo of every real garment it shows
+        shown = [i for i in request.item_ids if i.startswith("shop:")]
+        assert request.mode == "ip_adapter"
+        assert request.conditioning == tuple((key, f"{int(key.split(':')[1]):064x}") for key in shown)
+    assert all(r.mode == "text2img" and not r.conditioning for r in street_queries if r not in with_products)
     street_gallery = Counter(
         r.item_ids[0] for r in requests if r.subset == "aigen_streetlook" and r.role == "gallery"
     )
@@ -144,3 +157,57 @@ def test_a_multi_valued_product_attribute_reads_as_words():
 
     item = product_item("shop:1", "top", {"color": "red|white", "pattern": "stripe", "material": NOT_VISIBLE})
     assert load_templates().item_phrase(item) == "red and white, stripe top"
+
+
+def test_street_looks_wear_several_products_and_carry_every_conditioning_photo():
+    tax = taxonomy()
+    categories = ["top", "pants", "sneakers", "dress", "coat", "bag"]
+    products = [
+        ConditioningProduct(f"shop:{n}", f"{n:064x}", category, {"color": "blue"})
+        for n, category in enumerate(categories)
+    ]
+    settings = small_settings(
+        studio_items=1, street_looks=6, conditioned_share=1.0, products_per_look=3, ip_adapter_scale=0.7
+    )
+    _, requests = plan_generation(settings, tax, products)
+    sha_of = {p.product_key: p.sha256 for p in products}
+    looks = [r for r in requests if r.subset == "aigen_streetlook" and r.role == "query"]
+    assert len(looks) == 6
+    assert max(len(r.conditioning) for r in looks) >= 2  # several real garments in one look
+    templates = load_templates()
+    for look in looks:
+        shown = [i for i in look.item_ids if i in sha_of]
+        assert shown, "every look wears a product at conditioned_share = 1"
+        assert look.mode == "ip_adapter" and look.adapter_scale == 0.7
+        assert look.conditioning == tuple((key, sha_of[key]) for key in shown)
+        assert json.loads(look.conditioning_json) == [{"product_key": k, "sha256": sha_of[k]} for k in shown]
+        slots = [templates.slot_of(i.category) for i in look.requested]
+        assert len(set(slots)) == len(slots)  # products too: one garment per body slot
+    # The photos are part of the identity: another photo of the same product is another request.
+    moved = [ConditioningProduct(p.product_key, "f" * 64, p.category, p.attributes) for p in products]
+    _, again = plan_generation(settings, tax, moved)
+    assert not {r.generation_id for r in looks} & {r.generation_id for r in again}
+
+
+def test_img2img_conditioning_keeps_studio_img2img_and_names_street_products_only():
+    products = [ConditioningProduct(f"shop:{n}", f"{n:064x}", "dress", {"color": "red"}) for n in range(2)]
+    settings = small_settings(street_looks=2, conditioned_share=1.0, conditioning="img2img")
+    _, requests = plan_generation(settings, taxonomy(), products)
+    studio = [r for r in requests if r.subset == "aigen_studio" and r.conditioned_on]
+    assert len(studio) == 2 and all(r.mode == "img2img" and r.strength == settings.strength for r in studio)
+    assert all(r.adapter is None and not r.conditioning for r in requests)
+
+
+def test_a_configured_model_without_an_ip_adapter_is_refused_before_anything_runs():
+    from lookbench_live.generation.runner import GenerationSetupError
+
+    products = [ConditioningProduct("shop:1", "a" * 64, "dress", {})]
+    settings = small_settings(model="some/model", conditioned_share=1.0)
+    with pytest.raises(GenerationSetupError, match="ip_adapter"):
+        plan_generation(settings, taxonomy(), products)
+    plan_generation(settings, taxonomy(), [])  # nothing to condition: nothing to refuse
+    named = small_settings(model="some/model", conditioned_share=1.0, ip_adapter="h94/IP-Adapter")
+    _, requests = plan_generation(named, taxonomy(), products)
+    assert {r.adapter for r in requests if r.mode == "ip_adapter"} == {
+        "h94/IP-Adapter:models/ip-adapter_sd15.safetensors"
+    }

@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from generation_fixtures import small_settings, taxonomy, tiny_dir, tiny_generator
+from generation_fixtures import small_settings, taxonomy, tiny_adapter, tiny_dir, tiny_generator
 
 from lookbench_live.generation.plan import GenerationRequest
 from lookbench_live.generation.prompts import ItemSpec
@@ -105,6 +105,9 @@ def test_request_identity_covers_every_parameter():
         {"prompt": "x"},
         {"role": "gallery"},
         {"dtype": "float16"},
+        {"conditioning": (("shop:1", "0" * 64),)},
+        {"adapter": "other-adapter"},
+        {"adapter_scale": 0.5},
     ):
         assert request(**change).generation_id != base.generation_id, change
 
@@ -182,3 +185,71 @@ def test_unknown_scheduler_or_model_is_a_clear_setup_error(tmp_path):
     swapped = ImageGenerator(str(tiny_dir()), device="cpu", scheduler="EulerDiscreteScheduler", cpu_threads=1)
     assert swapped.scheduler_class == "EulerDiscreteScheduler"
     assert swapped.generate([request(scheduler="EulerDiscreteScheduler")])[0].ok
+
+
+def photo(seed: int):
+    from PIL import Image
+
+    pixels = np.random.default_rng(seed).integers(0, 256, (48, 40, 3), dtype=np.uint8)
+    return Image.fromarray(pixels)
+
+
+def ip_request(garments: int = 1, **overrides: object) -> GenerationRequest:
+    values: dict[str, object] = {
+        "mode": "ip_adapter",
+        "conditioning": tuple((f"shop:{n}", f"{n:064x}") for n in range(garments)),
+        "adapter": tiny_adapter().name,
+        "adapter_scale": 1.0,
+    }
+    values.update(overrides)
+    return request(**values)
+
+
+def test_the_tiny_ip_adapter_loads_through_diffusers_loader_and_steers_the_image():
+    """The adapter is read by `pipe.load_ip_adapter` (image encoder, image projection and
+    per-layer to_k_ip/to_v_ip weights); its photos change the image, the seed fixes it."""
+    from diffusers.models.attention_processor import IPAdapterAttnProcessor2_0
+
+    generator = tiny_generator()
+    plain = generator.generate([request()])[0]
+    conditioned = generator.generate([ip_request()], [[photo(1)]])[0]
+    again = generator.generate([ip_request()], [[photo(1)]])[0]
+    other_photo = generator.generate([ip_request()], [[photo(2)]])[0]
+    other_seed = generator.generate([ip_request(seed=2)], [[photo(1)]])[0]
+    assert conditioned.ok and conditioned.pipeline_class == "StableDiffusionPipeline"
+    assert conditioned.png == again.png  # deterministic per seed and photo
+    assert conditioned.png != plain.png  # same prompt and seed, conditioned on a photo: another image
+    assert len({conditioned.png, other_photo.png, other_seed.png}) == 3
+    pipe = generator.pipeline
+    assert type(pipe.image_encoder).__name__ == "CLIPVisionModelWithProjection"
+    assert any(isinstance(p, IPAdapterAttnProcessor2_0) for p in pipe.unet.attn_processors.values())
+    # Unconditioned requests run with the adapter unloaded: the same bytes as before it was loaded.
+    after = generator.generate([request()])[0]
+    assert after.png == plain.png and pipe.image_encoder is None
+
+
+def test_each_prompt_of_a_batch_gets_its_own_photos_one_per_garment():
+    generator = tiny_generator()
+    look = ip_request(garments=3, prompt="a woman in a top, pants and sneakers")
+    batch = generator.generate([look, look], [[photo(1), photo(2), photo(3)], [photo(1), photo(2), photo(4)]])
+    assert all(o.ok for o in batch) and batch[0].png != batch[1].png  # one garment photo differs
+    repeat = generator.generate(
+        [look, look], [[photo(1), photo(2), photo(3)], [photo(1), photo(2), photo(4)]]
+    )
+    assert [o.png for o in repeat] == [o.png for o in batch]
+    weaker = generator.generate([ip_request(garments=3, adapter_scale=0.0)], [[photo(1), photo(2), photo(3)]])
+    assert weaker[0].ok and weaker[0].png != batch[0].png  # the scale reaches the pipeline
+    short = generator.generate([look], [[photo(1)]])[0]  # fewer photos than garments: that image fails
+    assert not short.ok and "1 photos for 3 garments" in short.error
+
+
+def test_an_ip_adapter_that_does_not_fit_is_a_setup_error(tmp_path):
+    from lookbench_live.generation.runner import GenerationSetupError, IPAdapterSpec
+
+    missing = IPAdapterSpec(str(tmp_path), "models", "ip-adapter_tiny.safetensors", "image_encoder", "x")
+    generator = ImageGenerator(str(tiny_dir()), device="cpu", cpu_threads=1, ip_adapter=missing)
+    with pytest.raises(GenerationSetupError, match="cannot load IP-Adapter"):
+        generator.generate([ip_request()], [[photo(1)]])
+    bare = ImageGenerator(str(tiny_dir()), device="cpu", cpu_threads=1)
+    with pytest.raises(GenerationSetupError, match="needs an IP-Adapter"):
+        bare.generate([ip_request()], [[photo(1)]])

@@ -18,6 +18,7 @@ from PIL import Image
 
 from lookbench_live.generation import ConditioningProduct, run_generation
 from lookbench_live.generation.synthesis import plan_generation
+from lookbench_live.generation.tiny import tiny_ip_adapter_name
 from lookbench_live.schema.records import Generation, ImageRecord
 from lookbench_live.warehouse.lake import Lake
 
@@ -107,7 +108,8 @@ def test_each_release_cycle_plans_new_ids_and_a_rerun_makes_nothing(tmp_path):
         assert {stored[i].first_seen_at for i in ids[version]} == {as_of}
 
 
-def test_image_conditioned_query_is_linked_to_its_product(tmp_path):
+@pytest.mark.parametrize("conditioning", ["ip_adapter", "img2img"])
+def test_image_conditioned_query_is_linked_to_its_product(tmp_path, conditioning):
     lake = Lake(tmp_path / "lake")
     products = [
         ConditioningProduct("shop:red", product_photo(lake, (200, 20, 20)), "dress", {"color": "red"}),
@@ -115,7 +117,9 @@ def test_image_conditioned_query_is_linked_to_its_product(tmp_path):
         # annotated but its photo never reached the lake: recorded, the others go on
         ConditioningProduct("shop:lost", "f" * 64, "skirt", {"color": "black"}),
     ]
-    settings = small_settings(studio_items=0, street_looks=0, conditioned_share=1.0)
+    settings = small_settings(
+        studio_items=0, street_looks=0, conditioned_share=1.0, conditioning=conditioning
+    )
     result = run_generation(
         lake, settings, taxonomy(), "run-c", products=products, image_generator=tiny_generator()
     )
@@ -126,7 +130,13 @@ def test_image_conditioned_query_is_linked_to_its_product(tmp_path):
         product = next(p for p in products if p.product_key == key)
         assert g.status == "ok" and g.role == "query" and g.subset == "aigen_studio"
         assert g.item_ids == [key] and g.conditioned_on_sha256 == product.sha256
-        assert g.pipeline_class == "StableDiffusionImg2ImgPipeline" and g.strength == settings.strength
+        if conditioning == "img2img":
+            assert g.pipeline_class == "StableDiffusionImg2ImgPipeline" and g.strength == settings.strength
+            assert g.ip_adapter is None and g.conditioning_json is None
+        else:  # text-to-image steered by the product photo through the IP-Adapter
+            assert g.pipeline_class == "StableDiffusionPipeline" and g.strength is None
+            assert g.ip_adapter == tiny_ip_adapter_name() and g.ip_adapter_scale == settings.ip_adapter_scale
+            assert json.loads(g.conditioning_json) == [{"product_key": key, "sha256": product.sha256}]
         assert json.loads(g.requested_attributes_json) == [
             {"item_id": key, "category": product.category, "attributes": product.attributes}
         ]
@@ -137,6 +147,45 @@ def test_image_conditioned_query_is_linked_to_its_product(tmp_path):
     assert {i.owner_id for i in rows(lake, "images")} == {
         generations[k].generation_id for k in ("shop:red", "shop:blue")
     }
+
+
+def test_street_looks_are_conditioned_on_every_real_garment_and_a_lost_photo_fails_that_look(tmp_path):
+    lake = Lake(tmp_path / "lake")
+    colors = {"top": (200, 20, 20), "pants": (20, 20, 200), "sneakers": (20, 200, 20), "bag": (90, 60, 30)}
+    products = [
+        ConditioningProduct(f"shop:{category}", product_photo(lake, rgb), category, {"color": "red"})
+        for category, rgb in colors.items()
+    ]
+    settings = small_settings(
+        studio_items=0, street_looks=3, conditioned_share=1.0, products_per_look=3, gallery_per_item=1
+    )
+    _, planned = plan_generation(settings, taxonomy(), products)
+    looks = [r for r in planned if r.subset == "aigen_streetlook" and r.role == "query"]
+    worn = [k for r in looks for k, _ in r.conditioning]
+    lost_key = max(set(worn), key=worn.count)  # its photo goes missing: every look wearing it fails
+    os.remove(lake.image_path(next(p.sha256 for p in products if p.product_key == lost_key)))
+
+    result = run_generation(
+        lake, settings, taxonomy(), "run-s", products=products, image_generator=tiny_generator()
+    )
+    sha_of = {p.product_key: p.sha256 for p in products}
+    by_id = {g.generation_id: g for g in rows(lake, "generations")}
+    assert len(by_id) == len(planned)
+    for look in looks:
+        g = by_id[look.generation_id]
+        shown = [i for i in g.item_ids if i in sha_of]
+        assert shown and g.ip_adapter == tiny_ip_adapter_name()
+        # the provenance names every real garment's photo, failed or not
+        assert json.loads(g.conditioning_json) == [{"product_key": k, "sha256": sha_of[k]} for k in shown]
+        if lost_key in shown:
+            assert g.status == "failed" and g.error.startswith("conditioning_image_missing")
+            assert lost_key in g.error
+        else:
+            assert g.status == "ok" and g.sha256 and g.pipeline_class == "StableDiffusionPipeline"
+    assert {by_id[look.generation_id].status for look in looks} == {"ok", "failed"}  # the others went on
+    assert result.generated == len(planned) - result.failed
+    galleries = [g for g in by_id.values() if g.role == "gallery"]
+    assert galleries and not any(set(g.item_ids) & set(sha_of) for g in galleries)  # real photos instead
 
 
 def test_a_failed_image_is_recorded_and_the_run_goes_on(tmp_path, monkeypatch):
@@ -266,3 +315,48 @@ def test_rows_are_stamped_with_the_runs_as_of_time(tmp_path):
     assert {(i.fetched_at, i.first_seen_at) for i in rows(lake, "images")} == {(as_of, as_of)}
     with pytest.raises(ValueError, match="timezone-aware"):
         run_generation(lake, settings, taxonomy(), "naive", now=dt.datetime(2026, 12, 1))
+
+
+def test_rows_written_before_the_conditioning_columns_still_read(tmp_path):
+    """A `generations` fragment of the old schema (no conditioning_json / ip_adapter columns)
+    reads back with nulls, and its release provenance names its img2img product."""
+    import pyarrow.parquet as pq
+
+    from lookbench_live.warehouse.assemble import _generation_provenance
+
+    lake = Lake(tmp_path / "lake")
+    old = Generation(
+        generation_id="a" * 64,
+        subset="aigen_studio",
+        role="query",
+        item_ids=["shop:1"],
+        model="m",
+        pipeline_class="StableDiffusionImg2ImgPipeline",
+        prompt="p",
+        negative_prompt="n",
+        template_version="v",
+        seed=1,
+        steps=2,
+        guidance=5.0,
+        width=32,
+        height=32,
+        scheduler="DDIMScheduler",
+        device="cpu",
+        dtype="float32",
+        requested_attributes_json="[]",
+        conditioned_on="shop:1",
+        conditioned_on_sha256="b" * 64,
+        strength=0.6,
+        status="ok",
+        sha256="c" * 64,
+        first_seen_at=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+    )
+    lake.append([old])
+    [fragment] = lake.fragments("generations")
+    table = pq.read_table(fragment).drop_columns(["conditioning_json", "ip_adapter", "ip_adapter_scale"])
+    pq.write_table(table, fragment)  # as a run before this change wrote it
+    [row] = rows(lake, "generations")
+    assert row.conditioning_json is None and row.ip_adapter is None and row.conditioned_on == "shop:1"
+    provenance = _generation_provenance(row)
+    assert provenance["conditioning"] == [{"product_key": "shop:1", "sha256": "b" * 64}]
+    assert provenance["ip_adapter"] is None and provenance["strength"] == 0.6

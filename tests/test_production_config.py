@@ -43,6 +43,22 @@ def test_production_config_loads_with_real_models() -> None:
     assert settings.crawl.sites == []  # shipped commented: nothing is crawled by accident
     assert re.match(r"^stabilityai/stable-diffusion-xl", settings.generation.model or "")
     assert settings.generation.device == "cuda" and settings.generation.dtype == "bfloat16"
+    # Conditioned requests need an adapter that fits SDXL: planning refuses a model without one.
+    assert (
+        settings.generation.conditioning == "ip_adapter"
+        and settings.generation.ip_adapter == "h94/IP-Adapter"
+    )
+    assert settings.generation.ip_adapter_subfolder == "sdxl_models"
+    assert settings.generation.ip_adapter_weight == "ip-adapter_sdxl.safetensors"
+    from lookbench_live.generation.plan import ConditioningProduct
+    from lookbench_live.generation.synthesis import plan_generation
+    from lookbench_live.schema.taxonomy import default_taxonomy
+
+    products = [ConditioningProduct(f"shop:{n}", f"{n:064x}", "dress", {"color": "red"}) for n in range(4)]
+    _, planned = plan_generation(settings.generation, default_taxonomy(), products)
+    assert {r.adapter for r in planned if r.conditioning} == {
+        "h94/IP-Adapter:sdxl_models/ip-adapter_sdxl.safetensors"
+    }
     assert (settings.generation.width, settings.generation.height) == (1024, 1024)
     assert settings.annotation.base_url == "http://vllm:8000/v1"
     assert settings.annotation.model == "Qwen/Qwen2.5-VL-72B-Instruct"
@@ -68,6 +84,7 @@ def test_configured_models_lists_every_hub_id_once() -> None:
     models = configured_models(load_settings(TOML))
     assert [(m.repo_id, m.setting) for m in models] == [
         ("stabilityai/stable-diffusion-xl-base-1.0", "generation.model"),
+        ("h94/IP-Adapter", "generation.ip_adapter"),
         ("Qwen/Qwen2.5-VL-72B-Instruct", "annotation.model"),
         ("srpone/gr-lite", "evaluation.models"),
         ("Marqo/marqo-fashionSigLIP", "evaluation.models"),

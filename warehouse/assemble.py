@@ -377,8 +377,9 @@ class Assembler:
         # Product keys resolved from the looks' refs (the crawler states page URLs): see views.
         reserved: set[str] = set(self.view.linked_products())
         for gen in self.view.generations.values():
-            if gen.conditioned_on:
-                reserved.add(gen.conditioned_on)
+            # Products a generated query is conditioned on (every garment of a street look): their
+            # photos are that query's gallery, so they are neither queries nor noise themselves.
+            reserved.update(c["product_key"] for c in _conditioning(gen))
         return reserved
 
     def real_studio_flat(self, reserved: set[str]) -> set[str]:
@@ -576,7 +577,21 @@ def _generation_provenance(gen: Generation) -> dict[str, Any]:
         "scheduler": gen.scheduler,
         "conditioned_on": gen.conditioned_on,
         "strength": gen.strength,
+        "conditioning": _conditioning(gen),
+        "ip_adapter": gen.ip_adapter,
+        "ip_adapter_scale": gen.ip_adapter_scale,
     }
+
+
+def _conditioning(gen: Generation) -> list[dict[str, Any]]:
+    """Every conditioning photo of a generation, [{"product_key", "sha256"}] in prompt order.
+    Rows written before `conditioning_json` existed (img2img only) name their one product in
+    `conditioned_on` / `conditioned_on_sha256`."""
+    if gen.conditioning_json:
+        return list(json.loads(gen.conditioning_json))
+    if gen.conditioned_on:
+        return [{"product_key": gen.conditioned_on, "sha256": gen.conditioned_on_sha256}]
+    return []
 
 
 def to_table(rows: list[dict[str, Any]]) -> pa.Table:

@@ -119,7 +119,8 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "provenance": (
         "sc:Text",
         "JSON object: `kind` (product, look or generation) with the page URL and platform, or the "
-        "generation's model, prompt, seed and settings.",
+        "generation's model, prompt, seed and settings; an image-conditioned generation also names "
+        "each conditioning photo (`conditioning`: product key and sha256) and its IP-Adapter and scale.",
     ),
 }
 
