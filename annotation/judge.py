@@ -2,7 +2,8 @@
 
 `run_audit` samples annotated items by (subset, category), sends each image with its
 annotation to a judge model over the OpenAI API (schema-constrained: per attribute group
-`correct`, `wrong` with the right value, or `cannot_tell`), writes one `audits` row per
+`correct`, `wrong` with the right value, or `cannot_tell`; a multi-valued group's right value
+is a short list, and agreement is by value set as in the metrics), writes one `audits` row per
 item, and returns accuracy overall and per group with Wilson score intervals.
 
 Sample size: the number of items for a target interval half-width `h` at the worst case
