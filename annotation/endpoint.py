@@ -253,7 +253,10 @@ class ChatEndpoint:
                             messages=list(messages),  # type: ignore[arg-type]
                             response_format={
                                 "type": "json_schema",
-                                "json_schema": {"name": schema_name, "schema": schema},
+                                # strict: OpenAI then enforces the schema instead of treating it as a
+                                # hint (and refuses one outside its subset, see schema/strict.py);
+                                # vLLM accepts the flag and always constrains.
+                                "json_schema": {"name": schema_name, "schema": schema, "strict": True},
                             },
                             **sampling_arguments(self.model, max_tokens),
                             extra_headers={"X-Request-Id": request_id},

@@ -2,7 +2,8 @@
 
 `run_audit` samples annotated items by (subset, category), sends each image with its
 annotation to a judge model over the OpenAI API (schema-constrained: per attribute group
-`correct`, `wrong` with the right value, or `cannot_tell`), writes one `audits` row per
+`correct`, `wrong` with the right value, or `cannot_tell`; a multi-valued group's right value
+is a short list, and agreement is by value set as in the metrics), writes one `audits` row per
 item, and returns accuracy overall and per group with Wilson score intervals.
 
 Sample size: the number of items for a target interval half-width `h` at the worst case
@@ -42,7 +43,7 @@ from lookbench_live.annotation.endpoint import (
 from lookbench_live.annotation.prompts import sanitize_untrusted
 from lookbench_live.config import JudgeSettings, secret
 from lookbench_live.schema.records import Audit
-from lookbench_live.schema.taxonomy import NOT_VISIBLE, Taxonomy
+from lookbench_live.schema.taxonomy import MULTI_SEPARATOR, NOT_VISIBLE, Taxonomy, split_values
 from lookbench_live.warehouse.lake import Lake
 
 VERDICTS = ("correct", "wrong", "cannot_tell")
@@ -190,17 +191,39 @@ def judged_groups(taxonomy: Taxonomy, item: AuditItem) -> list[str]:
     return ["category", *groups]
 
 
+def _vocabulary(taxonomy: Taxonomy, group: str) -> list[str]:
+    return taxonomy.category_names() if group == "category" else [*taxonomy.values(group), NOT_VISIBLE]
+
+
+def _limit(taxonomy: Taxonomy, group: str) -> int:
+    """How many values the judge may give as the right answer: the annotator's own limit."""
+    return 1 if group == "category" else taxonomy.multi(group)
+
+
 def judge_schema(taxonomy: Taxonomy, item: AuditItem) -> dict[str, Any]:
+    """Per judged group `{verdict, right_value}`, within OpenAI's strict subset.
+
+    A multi-valued group (colour, material: taxonomy `multi`) gets `right_value` as a list of 0
+    to `multi` values, the same short list the annotator may answer (`[]` unless wrong), so the
+    judge can correct "red" to "red|white" instead of forcing one value on a striped top.
+    """
     properties: dict[str, Any] = {}
     for group in judged_groups(taxonomy, item):
-        vocabulary = (
-            taxonomy.category_names() if group == "category" else [*taxonomy.values(group), NOT_VISIBLE]
-        )
+        limit = _limit(taxonomy, group)
+        if limit > 1:
+            right: dict[str, Any] = {
+                "type": "array",
+                "items": {"type": "string", "enum": _vocabulary(taxonomy, group)},
+                "minItems": 0,
+                "maxItems": limit,
+            }
+        else:
+            right = {"type": "string", "enum": ["", *_vocabulary(taxonomy, group)]}
         properties[group] = {
             "type": "object",
             "properties": {
                 "verdict": {"type": "string", "enum": list(VERDICTS)},
-                "right_value": {"type": "string", "enum": ["", *vocabulary]},
+                "right_value": right,
             },
             "required": ["verdict", "right_value"],
             "additionalProperties": False,
@@ -223,8 +246,12 @@ JUDGE_SYSTEM = (
 
 
 def judge_messages(taxonomy: Taxonomy, item: AuditItem, data_url: str) -> list[dict[str, Any]]:
-    annotation = {"category": item.category}
-    annotation.update({g: item.attributes[g] for g in judged_groups(taxonomy, item) if g != "category"})
+    annotation: dict[str, Any] = {"category": item.category}
+    for group in judged_groups(taxonomy, item):
+        if group != "category":
+            value = item.attributes[group]
+            # A multi-valued answer is shown as the list the annotator gave, not as "red|white".
+            annotation[group] = list(split_values(value)) if _limit(taxonomy, group) > 1 else value
     text = (
         f"Annotation (taxonomy {taxonomy.version}), main attribute "
         f"{sanitize_untrusted(item.main_attribute or '', 100)!r}:\n{json.dumps(annotation, ensure_ascii=False)}"
@@ -241,10 +268,41 @@ def judge_messages(taxonomy: Taxonomy, item: AuditItem, data_url: str) -> list[d
     ]
 
 
+def same_answer(a: str | None, b: str | None) -> bool:
+    """Two answers of one group agree when they hold the same set of values ("white|red" is
+    "red|white"): the rule of the metrics (evaluation/labels.py `canonical_value`)."""
+    if a is None or b is None:
+        return a is b
+    return sorted(set(split_values(a))) == sorted(set(split_values(b)))
+
+
+def _correction(taxonomy: Taxonomy, group: str, right: Any) -> str | None:
+    """The judge's right value as the release writes it ("red|white", sorted), or None when it
+    is empty or breaks the group's rules (unknown or repeated value, too many, not_visible mixed in)."""
+    limit = _limit(taxonomy, group)
+    values = split_values(right) if isinstance(right, str) else right
+    if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
+        return None
+    chosen = sorted(set(values))
+    if len(chosen) != len(values):  # a repeated value: refused as the annotator's check refuses it
+        return None
+    known = set(_vocabulary(taxonomy, group))
+    if not chosen or len(chosen) > limit or not set(chosen) <= known:
+        return None
+    if NOT_VISIBLE in chosen and len(chosen) > 1:
+        return None
+    return MULTI_SEPARATOR.join(chosen)
+
+
 def parse_verdicts(
     taxonomy: Taxonomy, item: AuditItem, text: str
 ) -> tuple[dict[str, str], dict[str, str]] | str:
-    """(verdicts, corrections), or the reason the answer is unusable."""
+    """(verdicts, corrections), or the reason the answer is unusable.
+
+    A `wrong` whose right value is the annotation itself as a set (the annotation "red|white",
+    the judge's ["white", "red"]) is counted `correct`: agreement is judged as the metrics
+    judge equality, not by the order of a list.
+    """
     try:
         payload = json.loads(text)
     except json.JSONDecodeError:
@@ -257,14 +315,15 @@ def parse_verdicts(
         entry = payload.get(group)
         if not isinstance(entry, dict) or entry.get("verdict") not in VERDICTS:
             return "llm_schema_violation"
-        verdicts[group] = entry["verdict"]
-        right = entry.get("right_value") or ""
-        if entry["verdict"] == "wrong" and right:
-            known = (
-                taxonomy.category_names() if group == "category" else [*taxonomy.values(group), NOT_VISIBLE]
-            )
-            if right in known:
+        verdict = entry["verdict"]
+        if verdict == "wrong":
+            right = _correction(taxonomy, group, entry.get("right_value") or "")
+            given = item.category if group == "category" else item.attributes.get(group)
+            if right is not None and same_answer(right, given):
+                verdict = "correct"
+            elif right is not None:
                 corrections[group] = right
+        verdicts[group] = verdict
     return verdicts, corrections
 
 

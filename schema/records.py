@@ -349,7 +349,9 @@ class Audit(Record):
     subset: str
     category: str
     verdicts: dict[str, str] = Field(default_factory=dict)  # group -> correct | wrong | cannot_tell
-    corrections: dict[str, str] = Field(default_factory=dict)  # group -> the right value, when wrong
+    corrections: dict[str, str] = Field(
+        default_factory=dict
+    )  # group -> the right value, when wrong ("red|white": sorted)
     status: Literal["ok", "failed"]
     error: str | None = None
     raw_response: str | None = None

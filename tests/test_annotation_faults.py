@@ -16,6 +16,14 @@ from lookbench_live.schema.records import Annotation
 from lookbench_live.schema.taxonomy import default_taxonomy
 from lookbench_live.testing.loopback_server import LoopbackServer
 
+# The endpoint asks for strict mode, so even a test schema must fit OpenAI's strict subset.
+STRICT_SCHEMA = {
+    "type": "object",
+    "properties": {"a": {"type": "string", "enum": ["x"]}},
+    "required": ["a"],
+    "additionalProperties": False,
+}
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 TAXONOMY = default_taxonomy()
 LOOK_TRUTH = [
@@ -108,7 +116,7 @@ def test_retry_after_header_sets_the_backoff(fx, server):
             max_retry_after=60,
         )
         endpoint.sleep = record
-        schema = {"type": "object", "properties": {"a": {"type": "string", "enum": ["x"]}}}
+        schema = STRICT_SCHEMA
         reply = await endpoint.complete(
             [], schema_name="t", schema=schema, max_tokens=16, request_id="x" * 64 + "||t"
         )
@@ -239,7 +247,7 @@ def test_a_404_from_the_server_fails_once_with_its_reason(server):
         endpoint = ChatEndpoint(
             base_url=server.base_url, model="m", api_key=None, timeout=2, max_retries=3, concurrency=1
         )
-        schema = {"type": "object", "properties": {"a": {"type": "string", "enum": ["x"]}}}
+        schema = STRICT_SCHEMA
         try:
             await endpoint.complete(
                 [], schema_name="t", schema=schema, max_tokens=16, request_id="y" * 64 + "||t"

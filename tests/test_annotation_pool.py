@@ -18,6 +18,14 @@ from lookbench_live.config import AnnotationSettings
 from lookbench_live.schema.taxonomy import default_taxonomy
 from lookbench_live.testing.loopback_server import LoopbackServer, free_port
 
+# The endpoint asks for strict mode, so even a test schema must fit OpenAI's strict subset.
+STRICT_SCHEMA = {
+    "type": "object",
+    "properties": {"a": {"type": "string", "enum": ["x"]}},
+    "required": ["a"],
+    "additionalProperties": False,
+}
+
 TAXONOMY = default_taxonomy()
 
 
@@ -106,7 +114,7 @@ def test_endpoints_dying_after_the_start_stop_the_run_with_a_clear_error():
         await pool.check()
         a.stop()
         b.stop()
-        schema = {"type": "object", "properties": {"a": {"type": "string", "enum": ["x"]}}}
+        schema = STRICT_SCHEMA
         with pytest.raises(EndpointUnavailable, match="all 2 annotation endpoints are down") as err:
             await pool.complete(
                 [], schema_name="t", schema=schema, max_tokens=16, request_id="x" * 64 + "||t"
@@ -166,7 +174,7 @@ def test_repeated_5xx_drain_an_endpoint_and_retries_go_elsewhere():
         ]
         pool = EndpointPool(members, cooloff=60, drain_after=3)
         pool.sleep = record
-        schema = {"type": "object", "properties": {"a": {"type": "string", "enum": ["x"]}}}
+        schema = STRICT_SCHEMA
         attempts = []
         for sha in ids:
             reply = await pool.complete(

@@ -136,6 +136,35 @@ def test_corpus_is_real_sized_and_documented():
     assert all(p.name in sources for p in payloads)
 
 
+# Kept by the issue for independent checks: never a source of this corpus.
+EXCLUDED = {
+    "scrapinghub/product-extraction-benchmark",
+    "wooden-ships-knits/scrapping-bot",
+    "stevehaigh/vinted-scanner",
+    "whyslab/price-intelligence",
+    "a7medg0l0l/khsomat",
+}
+
+
+def test_every_payload_names_its_public_source_and_none_is_excluded():
+    rows = {}
+    for line in (CORPUS / "SOURCES.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 8 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = cells
+    assert set(rows) == {p.name for p in (CORPUS / "payloads").iterdir()}
+    for name, (_, _lang, platform, messy, repo, path, commit, _how) in rows.items():
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+", repo), name
+        assert repo.casefold() not in EXCLUDED, name
+        assert re.fullmatch(r"`[0-9a-f]{40}`", commit) and path.startswith("`"), name
+        case = json.loads(
+            (CORPUS / "expected" / (name.rsplit(".", 1)[0] + ".json")).read_text(encoding="utf-8")
+        )
+        assert (case["messy"], case["platform"]) == (messy == "yes", platform), name
+    languages = {cells[1] for cells in rows.values()}
+    assert len(languages) >= 3 and len({cells[2] for cells in rows.values()}) >= 4
+
+
 def test_extraction_accuracy_on_real_payloads():
     groups, rows = measure()
     print("\n" + report(groups))

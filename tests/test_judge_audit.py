@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -179,3 +180,95 @@ def test_failed_audit_rows_are_retried_by_the_next_run(tmp_path: Path):
     assert second.failed == {} and second.audited == 30
     rows = [r for r in lake.records("audits") if r.sha256 == population[0].sha256]
     assert sorted((r.attempt, r.status) for r in rows) == [(0, "failed"), (1, "ok")]
+
+
+def colour_item(index: int, colour: str) -> AuditItem:
+    return AuditItem(
+        sha256=f"c{index:063x}",
+        bbox="",
+        subset="real_studio_flat",
+        category="t-shirt",
+        attributes={"color": colour},
+        main_attribute=colour.split("|")[0],
+        annotation_model="m",
+        image=lambda: jpeg(index, (96, 128)),
+    )
+
+
+def test_judge_answers_multi_values_with_a_short_list_and_agrees_by_set(tmp_path: Path):
+    """The judge's colour correction is a list like the annotator's: a two-colour answer given back in
+    another order is agreement (as the metrics count it), a one-colour answer corrected to two is a
+    correction stored as the release writes it ("red|white")."""
+    from lookbench_live.annotation.judge import judge_schema, same_answer
+    from lookbench_live.evaluation.labels import canonical_value
+    from lookbench_live.schema.strict import openai_strict_problems
+
+    two, one = colour_item(1, "red|white"), colour_item(2, "red")
+    schema = judge_schema(TAXONOMY, two)["properties"]["color"]["properties"]["right_value"]
+    assert schema["type"] == "array" and schema["maxItems"] == TAXONOMY.multi("color") == 2
+    assert openai_strict_problems(judge_schema(TAXONOMY, two)) == []
+    says = {"verdict": "wrong", "right_value": "white|red"}  # the loopback answers ["white", "red"]
+    lake = Lake(tmp_path / "lake")
+    with LoopbackServer(model="judge", truth={two.sha256: says, one.sha256: says}) as server:
+        server.state.keep_bodies = True
+        summary = run_audit(lake, judge_settings(server), TAXONOMY, [two, one], "a1")
+        bodies = list(server.bodies)
+        assert server.rejected_schemas == []
+    assert summary.status == "ok" and summary.audited == 2
+    assert all(b["response_format"]["json_schema"]["strict"] is True for b in bodies)
+    assert any('"color": ["red", "white"]' in str(b["messages"][1]["content"][0]["text"]) for b in bodies)
+    rows = {r.sha256: r for r in lake.records("audits")}
+    assert rows[two.sha256].verdicts["color"] == "correct" and "color" not in rows[two.sha256].corrections
+    assert rows[one.sha256].verdicts["color"] == "wrong"
+    assert rows[one.sha256].corrections["color"] == "red|white" == canonical_value("white|red")
+    assert same_answer("white|red", "red|white") and not same_answer("red", "red|white")
+
+
+def test_judge_corrections_that_break_the_group_rules_are_dropped():
+    from lookbench_live.annotation.judge import parse_verdicts
+
+    item = colour_item(3, "red")
+    for right in (["red", "white", "blue"], ["not_visible", "red"], ["plaid-ish-zebra"], "red|red|white"):
+        answer = {"category": {"verdict": "correct", "right_value": ""}}
+        answer["color"] = {"verdict": "wrong", "right_value": right}
+        parsed = parse_verdicts(TAXONOMY, item, json.dumps(answer))
+        assert not isinstance(parsed, str)
+        assert parsed == ({"category": "correct", "color": "wrong"}, {}), right
+
+
+def test_loopback_judge_refuses_a_schema_strict_mode_refuses(tmp_path: Path, monkeypatch):
+    """With `strict: true` OpenAI answers 400 "Invalid schema for response_format ..." to a schema outside
+    its subset (here `uniqueItems` on the colour list); the loopback does the same, and the audit records
+    the refusal as a failed row with the HTTP reason instead of crashing."""
+    import openai
+
+    from lookbench_live.annotation import judge
+
+    bad = {
+        "type": "object",
+        "properties": {"color": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}},
+        "required": ["color"],
+        "additionalProperties": False,
+    }
+    message = [{"role": "user", "content": "hi"}]
+    with LoopbackServer(model="judge") as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        strict = {"type": "json_schema", "json_schema": {"name": "audit", "schema": bad, "strict": True}}
+        with pytest.raises(openai.BadRequestError, match=r"Invalid schema for response_format 'audit'"):
+            client.chat.completions.create(model="judge", messages=message, response_format=strict)  # type: ignore[arg-type]
+        loose = {"type": "json_schema", "json_schema": {"name": "audit", "schema": bad}}
+        assert client.chat.completions.create(model="judge", messages=message, response_format=loose).choices  # type: ignore[arg-type]
+        client.close()
+
+        original = judge.judge_schema
+
+        def with_unique_items(taxonomy, item):
+            schema = original(taxonomy, item)
+            schema["properties"]["color"]["properties"]["right_value"]["uniqueItems"] = True
+            return schema
+
+        monkeypatch.setattr(judge, "judge_schema", with_unique_items)
+        lake = Lake(tmp_path / "lake")
+        summary = run_audit(lake, judge_settings(server), TAXONOMY, [colour_item(4, "red|white")], "a1")
+        assert len(server.rejected_schemas) == 2 and "uniqueItems" in server.rejected_schemas[-1]
+    assert summary.failed == {"llm_http_400": 1} and summary.gate_passed is False

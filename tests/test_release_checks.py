@@ -157,3 +157,32 @@ def test_difficulty_is_the_subset_level_and_the_estimate_has_its_own_column(tmp_
         "real_streetlook": "hard",
         "aigen_streetlook": "hard",
     }
+
+
+def test_the_configured_device_and_trust_remote_code_reach_every_evaluation_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`[evaluation] device` and `trust_remote_code` (deploy/lookbench.toml: cuda, true for GR-Lite) are
+    what the flow passes to each model; dropping them ran evaluation on CPU and failed GR-Lite."""
+    from lookbench_live.evaluation import evaluate as evaluation_module
+
+    real = evaluation_module.run_evaluation
+    seen: dict[str | None, dict] = {}
+
+    def spy(lake, version, **kwargs):
+        seen[kwargs.get("model")] = kwargs
+        if kwargs.get("model") is None:
+            return real(lake, version, **kwargs)
+        raise RuntimeError("no GPU in this test")  # recorded, as a missing GPU would be
+
+    monkeypatch.setattr(evaluation_module, "run_evaluation", spy)
+    lake = Lake(tmp_path / "lake")
+    lakefill.fill(lake)
+    settings = Settings(
+        evaluation=EvaluationSettings(models=["srpone/gr-lite"], device="cuda:1", trust_remote_code=True)
+    )
+    run = evaluate(_run(lake, tmp_path, settings))
+    assert seen["srpone/gr-lite"]["device"] == "cuda:1"
+    assert seen["srpone/gr-lite"]["trust_remote_code"] is True
+    assert [f["model"] for f in run.evaluation_failures] == ["srpone/gr-lite"]
+    assert "no GPU in this test" in run.evaluation_failures[0]["error"]

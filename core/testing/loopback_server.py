@@ -100,6 +100,33 @@ def openai_parameter_error(model: str, body: Mapping[str, Any]) -> dict[str, Any
     return None
 
 
+def strict_schema_error(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The 400 body OpenAI's API returns for `response_format` json_schema with `strict: true`
+    whose schema is outside the strict subset (schema/strict.py); None when it fits or is not
+    strict. The body's shape is the API's ("Invalid schema for response_format '<name>': ...",
+    type invalid_request_error, param response_format, code None, as quoted in ag2ai/ag2#1990);
+    the detail after the colon is ours."""
+    from lookbench_live.schema.strict import openai_strict_problems
+
+    response_format = body.get("response_format")
+    if not isinstance(response_format, Mapping) or response_format.get("type") != "json_schema":
+        return None
+    spec = response_format.get("json_schema")
+    if not isinstance(spec, Mapping) or spec.get("strict") is not True:
+        return None
+    problems = openai_strict_problems(spec.get("schema"))
+    if not problems:
+        return None
+    return {
+        "error": {
+            "message": f"Invalid schema for response_format {spec.get('name', '')!r}: {problems[0]}",
+            "type": "invalid_request_error",
+            "param": "response_format",
+            "code": None,
+        }
+    }
+
+
 class LoopbackState:
     """What the server answers and what it saw; safe to mutate from the test thread."""
 
@@ -132,6 +159,7 @@ class LoopbackState:
         self.keep_bodies = False
         self.headers_seen: list[dict[str, str]] = []
         self.rejected_parameters: list[str] = []
+        self.rejected_schemas: list[str] = []  # 400s for a strict schema outside OpenAI's subset
         self._lock = threading.Lock()
 
     def inject(self, sha256: str, *faults: str, sticky: bool = False) -> None:
@@ -385,6 +413,13 @@ class LoopbackApp:
                 state.total += 1
                 state.rejected_parameters.append(rejected["error"]["param"])
             await _send_json(send, 400, rejected)
+            return
+        refused = strict_schema_error(body)
+        if refused is not None:
+            with state._lock:
+                state.total += 1
+                state.rejected_schemas.append(refused["error"]["message"])
+            await _send_json(send, 400, refused)
             return
         image, remote = _image_of(body)
         request_id = headers.get("x-request-id", "")
