@@ -275,15 +275,28 @@ def test_a_hostile_page_reaches_nothing_internal(tmp_path, internal, monkeypatch
         )
     finally:
         site_server.close()
+    site_hits = list(site_server.hits)
 
     assert internal.hits == []
     rows = Lake(str(lake_home)).read("rejections").to_pylist()
     blocked = [r["item"] for r in rows if r["reason"] == "blocked_address"]
-    # Only the proxy sees redirect hops; the page route sees direct requests; WebSockets are
-    # seen by the page's WebSocket route.
-    for needle in ("/nav-redirect", "/fetch-redirect", "/nav-top", "/fetch-direct", "/ws-direct"):
-        assert any(needle in item for item in blocked), (needle, rows)
-    assert any("rebind.test" in item for item in blocked), rows
+    # Each vector that Chromium sends is refused with `blocked_address`: direct requests at the
+    # page route, redirect hops at the proxy (the route sees only the first URL), top-level
+    # navigation by redirect included.
+    for needle in (
+        "/nav-direct", "/nav-redirect", "/nav-top", "/fetch-direct", "/fetch-redirect", "/img-direct", "/ws-direct",
+    ):  # fmt: skip
+        assert any(item.endswith(needle) for item in blocked), (needle, rows)
+    # The rebinding name: the proxy looks it up once per connection and connects to what it
+    # checked. The first lookup ("public", unroutable here) fails to connect or is a WebSocket
+    # refused as such; every later one is loopback and refused: at most one vector escapes the
+    # `blocked_address` row, none reaches the internal server.
+    rebinds = {"/nav-rebind", "/fetch-rebind", "/ws-rebind"}
+    assert len({n for n in rebinds if any(i.endswith(n) and "rebind.test" in i for i in blocked)}) >= 2, rows
+    assert any(r["item"].endswith("/ws-rebind") for r in rows), rows  # refused either way
+    # Images are never fetched (abort_request: not needed to read product data), so an <img>
+    # behind a redirect never reaches the redirect: the site never saw those requests.
+    assert not [h for h in site_hits if "/img-" in h], site_hits
     # X3: no secret in the crawl's environment, Chromium's, the lake or the crawl's log.
     assert "crawl" in seen_env and len(seen_env) > 2, list(seen_env)
     for name, env in seen_env.items():

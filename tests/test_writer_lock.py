@@ -44,6 +44,8 @@ WRITERS = {
     "annotate": ["annotate"],
     "generate": ["generate", "--studio", "1", "--street", "0"],
     "evaluate": ["evaluate", "latest"],
+    "evaluate --releases": ["evaluate", "--releases", "v20261101..latest"],
+    "takedown add": ["takedown", "add", "--url", "https://shop.example.com/products/red-dress"],
 }
 
 
