@@ -88,6 +88,7 @@ def test_a_rerun_of_a_finished_refresh_changes_nothing(reference: Path, cli: str
     before = {t: Lake(reference).read(t).num_rows for t in TABLE_KEYS_CHECKED}
     checksums = parquet_checksums(reference)
     run = refresh(cli, reference)
+    print("RERUN-STDOUT", run.stdout)
     assert run.returncode == 0, run.stderr[-3000:]
     after = {t: Lake(reference).read(t).num_rows for t in TABLE_KEYS_CHECKED}
     assert before == after

@@ -380,11 +380,18 @@ class Lake:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def _record_takeover(self, where: str, previous: str) -> None:
+        """A holder that never released the lock was killed (O3: no exit hook ran): record the
+        takeover, then sweep the temp files its writes left, now that no writer can be running.
+        Staging folders of killed release builds are the release builder's to undo
+        (`reconcile_releases`); unfinished stages have no ledger marker and simply run again."""
         detail = f"took over the writer lock from {_describe_holder(previous)}"
         logger.warning("lake %s: %s", self.home, detail)
         self.append(
             [Rejection(stage="lock", item=f"{where}@{_utc_now()}", reason="lock_taken_over", detail=detail)]
         )
+        removed = self.reconcile()
+        if removed:
+            logger.warning("lake %s: removed %d temp files of the killed writer", self.home, len(removed))
 
     def _object_store_lock(self, name: str, lease: float) -> Iterator[None]:
         import threading
