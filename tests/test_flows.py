@@ -24,7 +24,7 @@ from lookbench_live.warehouse.release import FILES, read_manifest, resolve_versi
 
 AS_OF = "2026-12-01"
 VERSION = "v20261201"
-PORT = 48791
+PORT = 48993
 TABLE_KEYS_CHECKED = (
     "products",
     "looks",
@@ -88,7 +88,6 @@ def test_a_rerun_of_a_finished_refresh_changes_nothing(reference: Path, cli: str
     before = {t: Lake(reference).read(t).num_rows for t in TABLE_KEYS_CHECKED}
     checksums = parquet_checksums(reference)
     run = refresh(cli, reference)
-    print("RERUN-STDOUT", run.stdout)
     assert run.returncode == 0, run.stderr[-3000:]
     after = {t: Lake(reference).read(t).num_rows for t in TABLE_KEYS_CHECKED}
     assert before == after
@@ -183,8 +182,18 @@ def test_sigkill_in_every_stage_then_rerun_gives_the_same_release(
         assert run.returncode == -signal.SIGKILL, (
             f"{stage}: not killed ({run.returncode}): {run.stderr[-3000:]}"
         )
+    # O6: every step before the release finished in one of the killed runs (the last was killed
+    # in `evaluate`); completion is the lake's ledger, not Prefect's cache. The rerun skips them:
+    # it writes no fragment into their tables and no new completion marker for them.
+    finished = ("products", "looks", "images", "dedup_decisions", "annotations", "generations")
+    before = {t: Lake(home).fragments(t) for t in finished}
+    markers = {(r["stage"], r["shard"]) for r in Lake(home).read("completions").to_pylist()}
+    assert {"crawl", "generate"} <= {stage for stage, _ in markers}, markers
     final = refresh(cli, home)
     assert final.returncode == 0, final.stderr[-4000:]
+    assert {t: Lake(home).fragments(t) for t in finished} == before
+    after = {(r["stage"], r["shard"]) for r in Lake(home).read("completions").to_pylist()}
+    assert {stage for stage, _ in after - markers} <= {"release"}, after - markers
     assert verify_release(Lake(home), VERSION) == []
     assert parquet_checksums(home) == parquet_checksums(reference)
     lake = Lake(home)
