@@ -24,7 +24,7 @@ from lookbench_live.warehouse.release import FILES, read_manifest, resolve_versi
 
 AS_OF = "2026-12-01"
 VERSION = "v20261201"
-PORT = 48993
+PORT = 48791
 TABLE_KEYS_CHECKED = (
     "products",
     "looks",
