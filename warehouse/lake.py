@@ -332,7 +332,7 @@ class Lake:
         """The one writer lock of this lake, whoever writes (X6).
 
         Every writer — the flows and each CLI writer (`release build`, `dedup`, `annotate`,
-        `generate`, `evaluate`) — takes the same lock `locks/writer.lock`; `name` says who
+        `generate`, `evaluate`, `takedown add`) — takes the same lock `locks/writer.lock`; `name` says who
         holds it, and a refused writer's error names the holder (what, pid, host, since).
 
         Local lakes: an `flock`, released by the kernel when the holder dies; the holder is
