@@ -27,9 +27,9 @@ import logging
 import random
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import openai
 
@@ -93,7 +93,98 @@ class Usage:
     cost_usd: float = 0.0
 
 
-class ChatEndpoint:
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """One schema-constrained chat request, sent as is on every attempt."""
+
+    messages: Sequence[dict[str, Any]]
+    schema_name: str
+    schema: dict[str, Any]
+    max_tokens: int
+    request_id: str
+
+
+class Completes:
+    """`complete`, written once: `ChatEndpoint` and `EndpointPool` differ only in `_complete`."""
+
+    async def complete(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        schema_name: str,
+        schema: dict[str, Any],
+        max_tokens: int,
+        request_id: str,
+    ) -> Reply:
+        """One schema-constrained answer (temperature 0 where the model accepts it), or RequestFailed /
+        BudgetExhausted / EndpointRefused (a pool whose endpoints are all down: EndpointUnavailable)."""
+        return await self._complete(ChatRequest(messages, schema_name, schema, max_tokens, request_id))
+
+    async def _complete(self, request: ChatRequest) -> Reply:
+        raise NotImplementedError
+
+
+class _Budget(Protocol):
+    def _reserve(self) -> None: ...
+    def _count(self, prompt_tokens: int, completion_tokens: int) -> None: ...
+
+
+def _never(exc: AttemptFailed, attempts: int) -> bool:
+    return False
+
+
+def _nothing() -> None:
+    return None
+
+
+async def with_retries(
+    send: Callable[[], Awaitable[Reply]],
+    *,
+    budget: _Budget,
+    max_retries: int,
+    backoff: Callable[[int, float | None], float],
+    sleep: Callable[[float], Awaitable[Any]],
+    request_id: str,
+    fail_over: Callable[[AttemptFailed, int], bool] = _never,
+    max_attempts: int | None = None,
+    exhausted: Callable[[], None] = _nothing,
+) -> Reply:
+    """The one retry loop (one endpoint, or a pool): each attempt is reserved against the budget
+    first; a terminal failure raises at once; a transient one is retried after `backoff(retries
+    used, Retry-After)`, at most `max_retries` times, unless `fail_over` says to send it again at
+    once without using a retry (a pool whose endpoint was just drained). `max_attempts` bounds
+    attempts of any kind; `exhausted` may raise its own error before RequestFailed when giving up."""
+    started = time.perf_counter()
+    limit = max_attempts if max_attempts is not None else max_retries + 1
+    attempts = retries_used = 0
+    while True:
+        budget._reserve()
+        attempts += 1
+        try:
+            reply = await send()
+        except AttemptFailed as exc:
+            if exc.terminal:
+                raise RequestFailed(
+                    exc.reason, exc.detail, transient=False, attempts=attempts, latency_ms=_ms(started)
+                ) from None
+            if fail_over(exc, attempts):
+                continue
+            if retries_used >= max_retries or attempts >= limit:
+                exhausted()
+                raise RequestFailed(
+                    exc.reason, exc.detail, transient=True, attempts=attempts, latency_ms=_ms(started)
+                ) from None
+            delay = backoff(retries_used, exc.retry_after)
+            log.debug("retrying %s after %s in %.2f s (attempt %d)", request_id, exc.reason, delay, attempts)
+            await sleep(delay)
+            retries_used += 1
+        else:
+            budget._count(reply.prompt_tokens, reply.completion_tokens)
+            reply.attempts, reply.latency_ms = attempts, _ms(started)
+            return reply
+
+
+class ChatEndpoint(Completes):
     """A bounded, retrying, budgeted client of one model on one OpenAI-compatible server."""
 
     def __init__(
@@ -176,67 +267,17 @@ class ChatEndpoint:
             delay = max(delay, min(retry_after, self.max_retry_after))
         return delay
 
-    async def complete(
-        self,
-        messages: Sequence[dict[str, Any]],
-        *,
-        schema_name: str,
-        schema: dict[str, Any],
-        max_tokens: int,
-        request_id: str,
-    ) -> Reply:
-        """One schema-constrained answer (temperature 0 where the model accepts it), or RequestFailed /
-        BudgetExhausted / EndpointRefused."""
-        started = time.perf_counter()
-        failure: AttemptFailed | None = None
-        for attempt in range(self.max_retries + 1):
-            self._reserve()
-            try:
-                reply = await self.attempt(
-                    messages,
-                    schema_name=schema_name,
-                    schema=schema,
-                    max_tokens=max_tokens,
-                    request_id=request_id,
-                )
-            except AttemptFailed as exc:
-                failure = exc
-                if exc.terminal:
-                    raise RequestFailed(
-                        exc.reason, exc.detail, transient=False, attempts=attempt + 1, latency_ms=_ms(started)
-                    ) from None
-            else:
-                self._count(reply.prompt_tokens, reply.completion_tokens)
-                reply.attempts, reply.latency_ms = attempt + 1, _ms(started)
-                return reply
-            if attempt < self.max_retries:
-                delay = self._backoff(attempt, failure.retry_after)
-                log.debug(
-                    "retrying %s after %s in %.2f s (attempt %d)",
-                    request_id,
-                    failure.reason,
-                    delay,
-                    attempt + 1,
-                )
-                await self.sleep(delay)
-        assert failure is not None
-        raise RequestFailed(
-            failure.reason,
-            failure.detail,
-            transient=True,
-            attempts=self.max_retries + 1,
-            latency_ms=_ms(started),
+    async def _complete(self, request: ChatRequest) -> Reply:
+        return await with_retries(
+            lambda: self.attempt(request),
+            budget=self,
+            max_retries=self.max_retries,
+            backoff=self._backoff,
+            sleep=self.sleep,
+            request_id=request.request_id,
         )
 
-    async def attempt(
-        self,
-        messages: Sequence[dict[str, Any]],
-        *,
-        schema_name: str,
-        schema: dict[str, Any],
-        max_tokens: int,
-        request_id: str,
-    ) -> Reply:
+    async def attempt(self, request: ChatRequest) -> Reply:
         """One HTTP attempt, no retry, no budget: a Reply, AttemptFailed, or EndpointRefused.
 
         `in_flight` counts the requests waiting for or holding a slot here (the pool's load)."""
@@ -250,16 +291,16 @@ class ChatEndpoint:
                     async with asyncio.timeout(self.timeout + 1.0):
                         response = await self._client.chat.completions.create(
                             model=self.model,
-                            messages=list(messages),  # type: ignore[arg-type]
+                            messages=list(request.messages),  # type: ignore[arg-type]
                             response_format={
                                 "type": "json_schema",
                                 # strict: OpenAI then enforces the schema instead of treating it as a
                                 # hint (and refuses one outside its subset, see schema/strict.py);
                                 # vLLM accepts the flag and always constrains.
-                                "json_schema": {"name": schema_name, "schema": schema, "strict": True},
+                                "json_schema": {"name": request.schema_name, "schema": request.schema, "strict": True},
                             },
-                            **sampling_arguments(self.model, max_tokens),
-                            extra_headers={"X-Request-Id": request_id},
+                            **sampling_arguments(self.model, request.max_tokens),
+                            extra_headers={"X-Request-Id": request.request_id},
                         )
                 except (openai.APITimeoutError, TimeoutError):
                     raise AttemptFailed("llm_timeout", f"no answer within {self.timeout:g} s") from None

@@ -23,16 +23,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from lookbench_live.annotation.endpoint import (
     AttemptFailed,
     ChatEndpoint,
+    ChatRequest,
+    Completes,
     EndpointUnavailable,
     Reply,
-    RequestFailed,
     Usage,
-    _ms,
+    with_retries,
 )
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ class _Budget:
         self.prices = (0.0, 0.0)
 
 
-class EndpointPool:
+class EndpointPool(Completes):
     """Least-in-flight balancing with draining over `ChatEndpoint`s of one model."""
 
     def __init__(
@@ -156,67 +156,53 @@ class EndpointPool:
             return True
         return False
 
-    async def complete(
-        self,
-        messages: Sequence[dict[str, Any]],
-        *,
-        schema_name: str,
-        schema: dict[str, Any],
-        max_tokens: int,
-        request_id: str,
-    ) -> Reply:
-        """As `ChatEndpoint.complete`, over the pool; also EndpointUnavailable when all are down."""
+    async def _complete(self, request: ChatRequest) -> Reply:
+        """As `ChatEndpoint`'s, over the pool; also EndpointUnavailable when all are down."""
         if len(self.members) == 1:
-            return await self.members[0].endpoint.complete(
-                messages, schema_name=schema_name, schema=schema, max_tokens=max_tokens, request_id=request_id
-            )
-        started = time.perf_counter()
-        retries_used = 0
-        attempts = 0
+            return await self.members[0].endpoint._complete(request)
         # Failovers do not use retries, but each one drains an endpoint for `cooloff` seconds, so
         # this bound is reached only if endpoints flap faster than that; it keeps the loop finite.
         max_attempts = self.max_retries + 1 + 2 * len(self.members)
         member: _Member | None = None
-        while True:
+        probing = False
+
+        async def send() -> Reply:
+            nonlocal member, probing
             member, probing = self._pick(avoid=member)
-            self._budget._reserve()
-            attempts += 1
-            try:
-                reply = await member.endpoint.attempt(
-                    messages,
-                    schema_name=schema_name,
-                    schema=schema,
-                    max_tokens=max_tokens,
-                    request_id=request_id,
+            reply = await member.endpoint.attempt(request)
+            member.errors_in_a_row = 0
+            member.down_until = 0.0
+            return reply
+
+        def fail_over(exc: AttemptFailed, attempts: int) -> bool:
+            assert member is not None
+            drained = self._failed(member, exc)
+            # its in-flight work moves to a live endpoint at once
+            return drained and not probing and attempts < max_attempts and self._any_up()
+
+        def exhausted() -> None:
+            if not self._any_up():
+                raise EndpointUnavailable(
+                    f"all {len(self.members)} annotation endpoints are down: "
+                    + "; ".join(m.why or m.endpoint.base_url for m in self.members)
                 )
-            except AttemptFailed as exc:
-                if exc.terminal:
-                    raise RequestFailed(
-                        exc.reason, exc.detail, transient=False, attempts=attempts, latency_ms=_ms(started)
-                    ) from None
-                drained = self._failed(member, exc)
-                now = time.monotonic()
-                if (
-                    drained
-                    and not probing
-                    and attempts < max_attempts
-                    and any(m.up(now) for m in self.members)
-                ):
-                    continue  # its in-flight work moves to a live endpoint at once
-                if retries_used >= self.max_retries or attempts >= max_attempts:
-                    if not any(m.up(now) for m in self.members):
-                        raise EndpointUnavailable(
-                            f"all {len(self.members)} annotation endpoints are down: "
-                            + "; ".join(m.why or m.endpoint.base_url for m in self.members)
-                        ) from None
-                    raise RequestFailed(
-                        exc.reason, exc.detail, transient=True, attempts=attempts, latency_ms=_ms(started)
-                    ) from None
-                await self.sleep(member.endpoint._backoff(retries_used, exc.retry_after))
-                retries_used += 1
-            else:
-                member.errors_in_a_row = 0
-                member.down_until = 0.0
-                self._budget._count(reply.prompt_tokens, reply.completion_tokens)
-                reply.attempts, reply.latency_ms = attempts, _ms(started)
-                return reply
+
+        def backoff(retries_used: int, retry_after: float | None) -> float:
+            assert member is not None
+            return member.endpoint._backoff(retries_used, retry_after)
+
+        return await with_retries(
+            send,
+            budget=self._budget,
+            max_retries=self.max_retries,
+            backoff=backoff,
+            sleep=self.sleep,
+            request_id=request.request_id,
+            fail_over=fail_over,
+            max_attempts=max_attempts,
+            exhausted=exhausted,
+        )
+
+    def _any_up(self) -> bool:
+        now = time.monotonic()
+        return any(m.up(now) for m in self.members)

@@ -249,6 +249,11 @@ class BrowserProxy:
             prefix = (
                 "\r\n".join([f"{method} {path} {version}", *keep, "Connection: close"]) + "\r\n\r\n"
             ).encode("latin-1")
+        if host.lower() == CHROMIUM_SERVICES_HOST:
+            # Chromium's own service calls (chromium_args): refused, and not the site's business.
+            log.debug("browser proxy: Chromium's own request refused: %s", url)
+            await self._reply(writer, 403, "Forbidden")
+            return
         try:
             addresses = await asyncio.to_thread(self.check, url, host, port)
         except netguard.BlockedURL as exc:
@@ -339,15 +344,41 @@ class BrowserProxy:
 # --------------------------------------------------------------------------- Chromium
 
 
+# Chromium's own Google services (sign-in's /ListAccounts, the component updater that fetches the
+# on-device model manifest even with --disable-component-update) keep calling out whatever the
+# switches say; Chromium has no switch that stops them in the Debian build we run. Their base
+# URLs are switches, though: pointed at this reserved name (RFC 2606 `.invalid`), they end at the
+# proxy, which refuses them without a rejection row, so the site's rows hold only the site's work.
+CHROMIUM_SERVICES_HOST = "chromium-services.invalid"
+_SERVICES = f"http://{CHROMIUM_SERVICES_HOST}"
+
+
 def chromium_args(proxy_port: int, *, sandbox: bool) -> list[str]:
-    """Chromium's switches: everything through the proxy, no resolver of its own, no direct UDP."""
+    """Chromium's switches: everything through the proxy, no resolver of its own, no direct UDP,
+    no background traffic of its own.
+
+    Playwright already passes --disable-background-networking, --disable-component-update,
+    --disable-sync, --no-first-run, --disable-default-apps, --disable-extensions and
+    --disable-features=OptimizationHints,MediaRouter,NetworkTimeServiceQuerying,PreconnectToSearch,…
+    (its chromiumSwitches.ts); we repeat the first ones so they hold whatever Playwright's list
+    becomes, and never pass --disable-features ourselves (the last one given wins in Chromium,
+    which would drop Playwright's)."""
     args = [
         "--disable-gpu",
         "--disable-background-networking",
         "--disable-component-update",
         "--disable-sync",
         "--no-first-run",
+        "--disable-default-apps",
+        "--disable-domain-reliability",
+        "--disable-client-side-phishing-detection",
+        "--no-pings",
         "--disable-quic",
+        f"--gaia-url={_SERVICES}/",
+        f"--google-apis-url={_SERVICES}/",
+        f"--lso-url={_SERVICES}/",
+        f"--google-base-url={_SERVICES}/",
+        f"--component-updater=url-source={_SERVICES}/service/update2/json",
         f"--proxy-server=http://127.0.0.1:{proxy_port}",
         # Chromium bypasses the proxy for loopback unless told not to.
         "--proxy-bypass-list=<-loopback>",

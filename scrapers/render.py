@@ -30,12 +30,13 @@ import itertools
 import logging
 from typing import Any
 
+from playwright.async_api import Browser, Page
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Page
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from scrapy import Spider
 from scrapy.http import Request, Response
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
+from scrapy_playwright.provider import PlaywrightBrowserProvider
 
 from lookbench_live.scrapers.middlewares import RefusedRequest
 
@@ -96,3 +97,49 @@ class GuardedPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
             log.warning("browser context %s did not close: %s", name, type(exc).__name__)
         finally:
             self.context_wrappers.pop(name, None)
+
+
+class SharedBrowserProvider(PlaywrightBrowserProvider):
+    """One Playwright and one Chromium for every handler of this crawl process.
+
+    Scrapy makes one download handler per scheme (http, https), and each would start its own
+    Playwright driver and Chromium, doubling the memory and Chromium's own background traffic.
+    Both handlers run on the reactor's one asyncio loop, so they share the first handler's:
+    the browser is launched once (under a lock), handed to both, and the driver is stopped
+    when the last handler closes. A handler closing the browser at shutdown closes it for
+    both; the crawl is over by then. A browser that died is launched again by whichever
+    handler asks next (scrapy-playwright's PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER)."""
+
+    _users = 0
+    _started: PlaywrightBrowserProvider | None = None
+    _browser: Browser | None = None
+    _lock: asyncio.Lock | None = None
+
+    async def start(self) -> None:
+        cls = type(self)
+        if cls._started is None:
+            await super().start()
+            cls._started = self
+        else:
+            self.playwright_context_manager = None  # the first handler's driver, not ours to stop
+            self.playwright = cls._started.playwright
+            self.browser_type = cls._started.browser_type
+        cls._users += 1
+
+    async def launch_browser(self) -> Browser:
+        cls = type(self)
+        if cls._lock is None:
+            cls._lock = asyncio.Lock()
+        async with cls._lock:
+            if cls._browser is None or not cls._browser.is_connected():
+                cls._browser = await super().launch_browser()
+                log.info("one Chromium for every handler of this crawl")
+            return cls._browser
+
+    async def close(self) -> None:
+        cls = type(self)
+        cls._users -= 1
+        if cls._users > 0 or cls._started is None:
+            return
+        started, cls._started, cls._browser, cls._lock = cls._started, None, None, None
+        await PlaywrightBrowserProvider.close(started)

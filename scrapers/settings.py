@@ -151,8 +151,10 @@ def crawl_settings(
                     "headless": True,
                     "timeout": timeout_ms,
                 },
-                # Service workers would outlive the page and fetch on their own (X2).
-                "PLAYWRIGHT_CONTEXTS": {"default": {"service_workers": "block"}},
+                # One Chromium for both scheme handlers, launched at the first render, not at engine
+                # start (no startup context: each render has its own, service workers blocked,
+                # spiders/playwright_pages.py), so a crawl starts at most one browser.
+                "PLAYWRIGHT_BROWSER_PROVIDER": "lookbench_live.scrapers.render.SharedBrowserProvider",
                 "PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT": timeout_ms,
                 "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT": max(1, min(site.concurrency, 4)),
                 # Sub-requests of a page bypass Scrapy's middlewares (scrapy-playwright README):

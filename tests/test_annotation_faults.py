@@ -261,3 +261,41 @@ def test_a_404_from_the_server_fails_once_with_its_reason(server):
     error = asyncio.run(go())
     assert (error.reason, error.transient, error.attempts) == ("llm_http_404", False, 1)
     assert "injected 404" in error.detail and server.requests_for("y" * 64) == 1
+
+
+@pytest.mark.parametrize("change", ["prompt", "taxonomy", "model"])
+def test_a_new_prompt_taxonomy_or_model_redoes_every_row_and_readers_see_only_the_new(
+    fx, server, change, monkeypatch
+):
+    """O7: completion is the annotation key (sha256, bbox, task, taxonomy_version,
+    prompt_version, model), not a cache: a change of any of them sends every unit again, and the
+    read model (what a release is built from) holds no annotation of the old key."""
+    import copy
+
+    from lookbench_live.annotation import prompts
+    from lookbench_live.warehouse.views import annotations_of
+
+    first = run_annotation(fx.lake, settings(server), TAXONOMY, "r1")
+    assert first.complete and first.ok
+    server.reset_counts()
+    taxonomy, config, other = TAXONOMY, settings(server), None
+    if change == "prompt":
+        monkeypatch.setattr(prompts, "PROMPT_VERSION", prompts.PROMPT_VERSION + "-next")
+    elif change == "taxonomy":
+        taxonomy = copy.copy(TAXONOMY)
+        taxonomy.version = f"{TAXONOMY.version}-next"
+    else:
+        other = LoopbackServer(model="m2", grounding={fx.shas["look"]: LOOK_TRUTH}).__enter__()
+        config = settings(other, model="m2")
+    try:
+        second = run_annotation(fx.lake, config, taxonomy, "r2")
+        sent = (other or server).total
+    finally:
+        if other is not None:
+            other.__exit__(None, None, None)
+    assert second.complete and second.skipped_existing == 0
+    assert second.ok == first.ok and sent >= first.ok  # every row redone, none taken as done
+    new_key = (taxonomy.version, second.prompt_version, config.model)
+    assert new_key != (TAXONOMY.version, first.prompt_version, "m")
+    chosen = annotations_of(fx.lake)
+    assert chosen and {(a.taxonomy_version, a.prompt_version, a.model) for a in chosen.values()} == {new_key}

@@ -199,8 +199,18 @@ def test_sigkill_in_every_stage_then_rerun_gives_the_same_release(
         assert run.returncode == -signal.SIGKILL, (
             f"{stage}: not killed ({run.returncode}): {run.stderr[-3000:]}"
         )
+    # O6: every step before the release finished in one of the killed runs (the last was killed
+    # in `evaluate`); completion is the lake's ledger, not Prefect's cache. The rerun skips them:
+    # it writes no fragment into their tables and no new completion marker for them.
+    finished = ("products", "looks", "images", "dedup_decisions", "annotations", "generations")
+    before = {t: Lake(home).fragments(t) for t in finished}
+    markers = {(r["stage"], r["shard"]) for r in Lake(home).read("completions").to_pylist()}
+    assert {"crawl", "generate"} <= {stage for stage, _ in markers}, markers
     final = refresh(cli, home)
     assert final.returncode == 0, final.stderr[-4000:]
+    assert {t: Lake(home).fragments(t) for t in finished} == before
+    after = {(r["stage"], r["shard"]) for r in Lake(home).read("completions").to_pylist()}
+    assert {stage for stage, _ in after - markers} <= {"release"}, after - markers
     assert verify_release(Lake(home), VERSION) == []
     assert parquet_checksums(home) == parquet_checksums(reference)
     lake = Lake(home)

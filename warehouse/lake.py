@@ -332,7 +332,7 @@ class Lake:
         """The one writer lock of this lake, whoever writes (X6).
 
         Every writer — the flows and each CLI writer (`release build`, `dedup`, `annotate`,
-        `generate`, `evaluate`) — takes the same lock `locks/writer.lock`; `name` says who
+        `generate`, `evaluate`, `takedown add`) — takes the same lock `locks/writer.lock`; `name` says who
         holds it, and a refused writer's error names the holder (what, pid, host, since).
 
         Local lakes: an `flock`, released by the kernel when the holder dies; the holder is
@@ -380,11 +380,18 @@ class Lake:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def _record_takeover(self, where: str, previous: str) -> None:
+        """A holder that never released the lock was killed (O3: no exit hook ran): record the
+        takeover, then sweep the temp files its writes left, now that no writer can be running.
+        Staging folders of killed release builds are the release builder's to undo
+        (`reconcile_releases`); unfinished stages have no ledger marker and simply run again."""
         detail = f"took over the writer lock from {_describe_holder(previous)}"
         logger.warning("lake %s: %s", self.home, detail)
         self.append(
             [Rejection(stage="lock", item=f"{where}@{_utc_now()}", reason="lock_taken_over", detail=detail)]
         )
+        removed = self.reconcile()
+        if removed:
+            logger.warning("lake %s: removed %d temp files of the killed writer", self.home, len(removed))
 
     def _object_store_lock(self, name: str, lease: float) -> Iterator[None]:
         import threading

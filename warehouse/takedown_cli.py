@@ -79,7 +79,9 @@ def add_command(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     lake = Lake(home or settings.lake.home)
-    written = add_takedowns(lake, records)
+    # A writer like any other: never beside a release build that is reading the list (X6).
+    with lake.writer_lock("takedown"):
+        written = add_takedowns(lake, records)
     for record in records:
         typer.echo(f"takedown {record.kind} {record.value}" + ("" if written else " (already listed)"))
     holding = releases_holding(lake, TakedownList.from_records(records))
