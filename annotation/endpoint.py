@@ -297,7 +297,11 @@ class ChatEndpoint(Completes):
                                 # strict: OpenAI then enforces the schema instead of treating it as a
                                 # hint (and refuses one outside its subset, see schema/strict.py);
                                 # vLLM accepts the flag and always constrains.
-                                "json_schema": {"name": request.schema_name, "schema": request.schema, "strict": True},
+                                "json_schema": {
+                                    "name": request.schema_name,
+                                    "schema": request.schema,
+                                    "strict": True,
+                                },
                             },
                             **sampling_arguments(self.model, request.max_tokens),
                             extra_headers={"X-Request-Id": request.request_id},
