@@ -88,12 +88,11 @@ class StageProgress:
             return 0.0
         name, elapsed = self._current, time.monotonic() - self._started
         self._current = None
-        # A step that runs twice (dedup and annotate: real, then generated) sums its passes.
+        # A step that runs twice (dedup and annotate: real, then generated) sums its passes' time;
+        # its counts come from the stage's summary, which already holds both passes.
         self.timings[name] = round(self.timings.get(name, 0.0) + elapsed, 3)
-        merged = self.counts.setdefault(name, {})
-        for key, value in (counts or {}).items():
-            merged[key] = merged.get(key, 0) + value
-        text = "failed" if failed else format_counts(dict(counts or {})) or "done"
+        self.counts[name] = dict(counts or {})
+        text = "failed" if failed else format_counts(self.counts[name]) or "done"
         if self._progress is not None and self._task is not None:
             mark = "[red]✗[/]" if failed else "[green]✓[/]"
             self._progress.update(self._task, completed=1, counts=f"{mark} {text}")
