@@ -20,7 +20,7 @@ is the time before the first stage (imports, Prefect's embedded API, the store),
 what follows the last. Peak RSS: `max process` is the largest resident set of any process of
 the refresh's tree (wait4's ru_maxrss, which covers reaped descendants); `tree` is the largest
 sum of proportional set sizes (PSS: a page shared by n processes counts 1/n in each) over the
-live tree, sampled every 0.25 s with psutil: what the machine must hold at once, and the stage
+live tree, sampled every second with psutil (reading PSS costs the bench ~5% of a core with Chromium running): what the machine must hold at once, and the stage
 it peaked in.
 """
 
@@ -56,7 +56,7 @@ STAGE_LINE = re.compile(r"^(?P<name>[a-z]+)\s+.*\((?P<s>\d+(?:\.\d+)?) s\)\s*$")
 class TreeSampler(threading.Thread):
     """Samples the summed RSS of a process and its descendants until stopped."""
 
-    def __init__(self, pid: int, interval: float = 0.25):
+    def __init__(self, pid: int, interval: float = 1.0):
         super().__init__(daemon=True)
         self.pid, self.interval = pid, interval
         self.peak_bytes = 0
