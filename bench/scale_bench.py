@@ -20,8 +20,8 @@ is the time before the first stage (imports, Prefect's embedded API, the store),
 what follows the last. Peak RSS: `max process` is the largest resident set of any process of
 the refresh's tree (wait4's ru_maxrss, which covers reaped descendants); `tree` is the largest
 sum of proportional set sizes (PSS: a page shared by n processes counts 1/n in each) over the
-live tree, sampled every second with psutil (reading PSS costs the bench ~5% of a core with Chromium running): what the machine must hold at once, and the stage
-it peaked in.
+live tree, sampled every second with psutil (reading PSS costs the bench ~5% of a core while
+Chromium runs): what the machine must hold at once, and the stage it peaked in.
 """
 
 from __future__ import annotations
