@@ -33,7 +33,7 @@ from lookbench_live.flows.summary import markdown_summary, publish_artifact, rej
 from lookbench_live.schema.records import Rejection
 from lookbench_live.schema.release import SUBSETS
 from lookbench_live.warehouse.assemble import Window
-from lookbench_live.warehouse.lake import Lake
+from lookbench_live.warehouse.lake import Lake, LakeError
 from lookbench_live.warehouse.release import (
     BuildResult,
     ReleaseError,
@@ -300,7 +300,7 @@ def _release_image(
             data = _crop(photo, (bbox[0], bbox[1], bbox[2], bbox[3])) if bbox else photo
             if hashlib.sha256(data).hexdigest() == sha:
                 return data
-        except (OSError, ValueError):
+        except (LakeError, OSError, ValueError):  # gone from the lake, or not a decodable photo
             pass
         with lake.fs.open(path, "rb") as handle:
             for batch in pq.ParquetFile(handle).iter_batches(batch_size=128, columns=["sha256", "image"]):

@@ -103,3 +103,32 @@ def test_staged_file_checksum_is_computed_in_chunks(tmp_path: Path, monkeypatch:
     path = lake.path("blob")
     Path(path).write_bytes(data)
     assert release.file_digest(lake, path) == (hashlib.sha256(data).hexdigest(), len(data))
+
+
+def test_audit_loads_each_judged_image_as_the_release_holds_it(tmp_path: Path) -> None:
+    import os
+
+    import lakefill
+    from test_release import PlainTaxonomy
+
+    from lookbench_live.flows.refresh import _release_image
+    from lookbench_live.schema.release import SUBSETS
+    from lookbench_live.warehouse.lake import Lake
+
+    lake = Lake(tmp_path / "lake")
+    lakefill.fill(lake)
+    staged = release.stage_release(lake, version="v20261201", taxonomy=PlainTaxonomy())
+    crops = 0
+    for subset in SUBSETS:
+        for split in ("query", "gallery"):
+            path = f"{staged.path}/{subset}/{split}.parquet"
+            for row in pq.read_table(path).to_pylist():
+                load = _release_image(lake, path, row["sha256"], row["raw_sha256"], row["bbox"])
+                assert load() == row["image"]["bytes"], (subset, split, row["sha256"])
+                crops += row["bbox"] is not None
+    assert crops, "the fixture lake has street crops"
+    # A photo gone from the lake: the bytes come from the staged file instead.
+    path = f"{staged.path}/real_studio_flat/query.parquet"
+    row = pq.read_table(path).to_pylist()[0]
+    os.unlink(lake.image_path(row["raw_sha256"]))
+    assert _release_image(lake, path, row["sha256"], row["raw_sha256"], None)() == row["image"]["bytes"]
