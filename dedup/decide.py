@@ -34,9 +34,11 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+import pyarrow as pa
 
 from lookbench_live.config import DedupSettings
 from lookbench_live.dedup.index import Pairs, is_hash, pack, range_pairs
@@ -120,7 +122,7 @@ def collect_images(lake: Lake) -> dict[str, _Image]:
     """Unique `ok` images of the lake by sha256, with owners, rank and usable hashes."""
     table = lake.read("images", columns=_IMAGE_COLUMNS)
     found: dict[str, _Image] = {}
-    for row in table.to_pylist():
+    for row in _rows(table):
         sha = row["sha256"]
         if row["status"] != "ok" or not sha:
             continue
@@ -144,6 +146,13 @@ def collect_images(lake: Lake) -> dict[str, _Image]:
         else:
             image.stored = stored
     return found
+
+
+def _rows(table: pa.Table, batch_rows: int = 8192) -> Iterator[dict[str, Any]]:
+    """The table's rows as dicts, a batch at a time: the lake's whole history as Python dicts
+    at once would be ~2 kB a row (1.7 GB at 840,000 images)."""
+    for batch in table.to_batches(max_chunksize=batch_rows):
+        yield from batch.to_pylist()
 
 
 def _rehash(lake: Lake, image: _Image) -> str | None:

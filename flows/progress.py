@@ -88,7 +88,9 @@ class StageProgress:
             return 0.0
         name, elapsed = self._current, time.monotonic() - self._started
         self._current = None
-        self.timings[name] = round(elapsed, 3)
+        # A step that runs twice (dedup and annotate: real, then generated) sums its passes' time;
+        # its counts come from the stage's summary, which already holds both passes.
+        self.timings[name] = round(self.timings.get(name, 0.0) + elapsed, 3)
         self.counts[name] = dict(counts or {})
         text = "failed" if failed else format_counts(self.counts[name]) or "done"
         if self._progress is not None and self._task is not None:

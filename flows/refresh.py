@@ -33,7 +33,7 @@ from lookbench_live.flows.summary import markdown_summary, publish_artifact, rej
 from lookbench_live.schema.records import Rejection
 from lookbench_live.schema.release import SUBSETS
 from lookbench_live.warehouse.assemble import Window
-from lookbench_live.warehouse.lake import Lake
+from lookbench_live.warehouse.lake import Lake, LakeError
 from lookbench_live.warehouse.release import (
     BuildResult,
     ReleaseError,
@@ -268,13 +268,15 @@ def audit_staging(lake: Lake, settings: Settings, staging: str, run_key: str) ->
     from lookbench_live.schema.taxonomy import default_taxonomy
 
     items = []
-    # Not `raw_image`: the judge sees what was labelled (the crop), and photos would double memory.
+    # No image bytes here: the judge sees a sample, whose images are loaded when sent (see
+    # `_release_image`), so a large release is never read into memory whole.
     columns = [
-        "image", "raw_sha256", "bbox", "taxonomy_category", "attributes", "main_attribute", "annotation_model",
+        "sha256", "raw_sha256", "bbox", "taxonomy_category", "attributes", "main_attribute", "annotation_model",
     ]  # fmt: skip
     for subset in SUBSETS:
         for split in ("query", "gallery"):
-            with lake.fs.open(f"{staging}/{subset}/{split}.parquet", "rb") as handle:
+            path = f"{staging}/{subset}/{split}.parquet"
+            with lake.fs.open(path, "rb") as handle:
                 rows = pq.read_table(handle, columns=columns).to_pylist()
             for row in rows:
                 items.append(
@@ -287,10 +289,43 @@ def audit_staging(lake: Lake, settings: Settings, staging: str, run_key: str) ->
                         attributes={kv["key"]: kv["value"] for kv in row["attributes"]},
                         main_attribute=row["main_attribute"],
                         annotation_model=row["annotation_model"],
-                        image=row["image"]["bytes"],
+                        image=_release_image(lake, path, row["sha256"], row["raw_sha256"], row["bbox"]),
                     )
                 )
     return stages._summary(run_audit(lake, settings.judge, default_taxonomy(), items, run_key))
+
+
+def _release_image(
+    lake: Lake, path: str, sha: str, raw_sha: str, bbox: list[int] | None
+) -> Callable[[], bytes]:
+    """Loads a release row's `image` when the judge needs it: the lake's photo (cropped to
+    `bbox` as the release writer does), or, if that does not reproduce `sha`, the row's bytes
+    from the release file `path`."""
+
+    def load() -> bytes:
+        import hashlib
+
+        import pyarrow.parquet as pq
+
+        from lookbench_live.warehouse.assemble import _crop
+
+        try:
+            photo = lake.get_image(raw_sha)
+            data = _crop(photo, (bbox[0], bbox[1], bbox[2], bbox[3])) if bbox else photo
+            if hashlib.sha256(data).hexdigest() == sha:
+                return data
+        except (LakeError, OSError, ValueError):  # gone from the lake, or not a decodable photo
+            pass
+        with lake.fs.open(path, "rb") as handle:
+            for batch in pq.ParquetFile(handle).iter_batches(batch_size=128, columns=["sha256", "image"]):
+                for found, image in zip(
+                    batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True
+                ):
+                    if found == sha:
+                        return bytes(image["bytes"])
+        raise FileNotFoundError(f"image {sha} is in neither the lake nor {path}")
+
+    return load
 
 
 def evaluate(run: Run) -> Run:

@@ -91,7 +91,7 @@ def sites_for(spec: RunSpec, settings: Settings) -> list[SiteSettings]:
         raise RuntimeError("no crawl.sites configured and no sample store running")
     from lookbench_live.scrapers.sample_store import sample_sites
 
-    return sample_sites(spec.sample_store_url)
+    return sample_sites(spec.sample_store_url, settings.crawl.sample_products_per_week)
 
 
 # The crawl looks back one day before the window start: the previous release's window ends

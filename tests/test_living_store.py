@@ -330,3 +330,37 @@ def test_crawling_a_real_site_as_of_a_past_day_is_refused():
     stages.check_as_of(real, dt.datetime(2026, 11, 30, tzinfo=dt.UTC), now)  # today is fine
     # The living store is the exception: its clock is the as-of.
     stages.check_as_of(Settings(), dt.datetime(2026, 9, 1, tzinfo=dt.UTC), now)
+
+
+# --------------------------------------------------------------------------- a large store (benchmarks)
+
+
+def test_a_large_store_gets_a_page_budget_that_covers_its_listing():
+    store = SampleStore(clock=DEC, products_per_week=400)
+    try:
+        default = {s.name: s.max_pages for s in sample_sites(store.base_url)}
+        large = {s.name: s.max_pages for s in sample_sites(store.base_url, 400)}
+        assert set(default.values()) == {SiteSettings.model_fields["max_pages"].default}
+        per_shape = Counter(p.shape for p in store.products)
+        # A schema.org or JS product is one page request each: the budget must reach all of them.
+        assert large["sample-schema"] > per_shape["schema_org"]
+        assert large["sample-js"] > per_shape["playwright"]
+    finally:
+        store.close()
+
+
+def test_store_serves_pages_by_slug_and_redraws_evicted_images_identically(monkeypatch):
+    import lookbench_live.scrapers.sample_store as sample_store
+
+    monkeypatch.setattr(sample_store, "IMAGE_CACHE", 3)
+    with SampleStore(clock=DEC, products_per_week=8) as store:
+        products = [p for p in store.products if p.shape == "schema_org" and not p.broken_images][:5]
+        with httpx.Client(base_url=store.base_url, timeout=30) as client:
+            for p in products:  # the page found by slug is the product's own
+                page = client.get(f"/schema/p/{p.slug}")
+                assert page.status_code == 200 and p.title in page.text
+            first = client.get(f"/img/p/{products[0].product_id}/0.jpg").content
+            for p in products[1:]:
+                assert client.get(f"/img/p/{p.product_id}/0.jpg").status_code == 200
+            assert len(store._images) <= 3  # bounded: the first photo was evicted
+            assert client.get(f"/img/p/{products[0].product_id}/0.jpg").content == first

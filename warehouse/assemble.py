@@ -49,7 +49,9 @@ from lookbench_live.schema.release import NOISE, NOISE_CATEGORY, RELEASE_SCHEMA,
 from lookbench_live.warehouse.released import ReleasedIndex
 from lookbench_live.warehouse.views import LakeView, Window, choose_annotations
 
-__all__ = ["Assembler", "Assembly", "LakeView", "Window", "choose_annotations", "to_table"]
+__all__ = [
+    "Assembler", "Assembly", "LakeView", "Window", "choose_annotations", "materialize", "ordered_rows", "to_table",
+]  # fmt: skip
 
 CROP_QUALITY = 95  # fixed, so crops (and so the files) are byte-identical across rebuilds
 
@@ -210,9 +212,12 @@ class Assembler:
         """`rows` without those on the takedown list; each removal is recorded with its reason."""
         if self.takedown is None:
             return rows
+        # Rows hold no image bytes (the writer loads them); a pHash entry needs them, one row at a time.
+        owner = getattr(self.takedown, "__self__", None)
+        needs_bytes = bool(getattr(owner, "phashes", True))
         kept = []
         for row in rows:
-            reason = self.takedown(row)
+            reason = self.takedown(materialize(row, self.load_image) if needs_bytes else row)
             if reason is None:
                 kept.append(row)
             else:
@@ -222,7 +227,7 @@ class Assembler:
     def _row(
         self,
         *,
-        image: bytes,
+        image: bytes | None,
         image_sha: str,
         image_ext: str,
         raw: bytes | None,
@@ -239,9 +244,11 @@ class Assembler:
         source_url: str,
         provenance: dict[str, Any],
     ) -> dict[str, Any]:
+        # `None` bytes are loaded by sha256 when the file is written (`materialize`): a release's
+        # rows never hold every image at once.
         row = {
             "image": {"bytes": image, "path": f"{image_sha}.{image_ext}"},
-            "raw_image": {"bytes": raw if raw is not None else image, "path": f"{raw_sha}.{raw_ext}"},
+            "raw_image": {"bytes": raw, "path": f"{raw_sha}.{raw_ext}"},
             "bbox": list(bbox) if bbox else None,
             "item_ID": item,
             "task": TASKS.get(subset, ""),
@@ -268,23 +275,24 @@ class Assembler:
         difficulty: str,
         provenance: dict,
     ) -> dict[str, Any]:
-        data = self.load_image(img["sha256"])
         if img.get("phash") and img.get("hash_method") == HASH_METHOD:
             self.out.hashes[img["sha256"]] = (img["phash"], img["phash_mirror"] or "", img.get("dhash") or "")
-        image, image_sha, image_ext, raw = data, img["sha256"], _ext(img["format"]), None
+        # None: the lake's bytes, loaded by the writer (a release's rows never hold every image).
+        image: bytes | None = None
+        image_sha, image_ext = img["sha256"], _ext(img["format"])
         box = self._own_box(img, ann)
         if box is not None:
             # The product's own item: the crop is the row's image (a new image, so its hashes go
             # to the released-image index too); the photo stays as raw_image.
-            image = _crop(data, box)
-            image_sha, image_ext, raw = hashlib.sha256(image).hexdigest(), "jpg", data
+            image = _crop(self.load_image(img["sha256"]), box)
+            image_sha, image_ext = hashlib.sha256(image).hexdigest(), "jpg"
             hashes = hash_bytes(image)
             self.out.hashes[image_sha] = (hashes.phash, hashes.phash_mirror, hashes.dhash or "")
         return self._row(
             image=image,
             image_sha=image_sha,
             image_ext=image_ext,
-            raw=raw,
+            raw=None,  # the photo: the lake's bytes, loaded by the writer
             raw_sha=img["sha256"],
             raw_ext=_ext(img["format"]),
             bbox=box,
@@ -455,7 +463,7 @@ class Assembler:
                 image=crop,
                 image_sha=crop_sha,
                 image_ext="jpg",
-                raw=photo,
+                raw=None,  # the photo, loaded by the writer
                 raw_sha=img["sha256"],
                 raw_ext=_ext(img["format"]),
                 bbox=bbox,
@@ -594,8 +602,8 @@ def _conditioning(gen: Generation) -> list[dict[str, Any]]:
     return []
 
 
-def to_table(rows: list[dict[str, Any]]) -> pa.Table:
-    """Rows in a stable order as a table with exactly the release schema."""
+def ordered_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows in the file's stable order, each (item, image) once."""
     ordered = sorted(rows, key=lambda r: (r["item_ID"], r["raw_sha256"], r["bbox"] or [], r["sha256"]))
     unique = []
     seen: set[tuple[str, str]] = set()
@@ -604,6 +612,30 @@ def to_table(rows: list[dict[str, Any]]) -> pa.Table:
         if key not in seen:  # one image of one item once per file
             seen.add(key)
             unique.append(row)
+    return unique
+
+
+def materialize(row: dict[str, Any], load_image: Callable[[str], bytes]) -> dict[str, Any]:
+    """A copy of `row` whose `image`/`raw_image` hold bytes: those left `None` by the assembler
+    are loaded by `sha256` / `raw_sha256`."""
+    out = dict(row)
+    loaded: dict[str, bytes] = {}
+    for column, sha_column in (("image", "sha256"), ("raw_image", "raw_sha256")):
+        cell = row[column]
+        if cell["bytes"] is None:
+            sha = row[sha_column]
+            if sha not in loaded:
+                loaded[sha] = load_image(sha)
+            out[column] = {**cell, "bytes": loaded[sha]}
+    return out
+
+
+def to_table(rows: list[dict[str, Any]], load_image: Callable[[str], bytes] | None = None) -> pa.Table:
+    """Rows in a stable order as a table with exactly the release schema (every image in memory:
+    small sets only; releases are written by `warehouse.release.write_rows`, in row groups)."""
+    unique = ordered_rows(rows)
+    if load_image is not None:
+        unique = [materialize(row, load_image) for row in unique]
     return pa.Table.from_pylist(unique, schema=RELEASE_SCHEMA)
 
 

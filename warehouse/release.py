@@ -29,7 +29,7 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,10 +38,10 @@ import pyarrow.parquet as pq
 
 from lookbench_live import __version__
 from lookbench_live.schema.records import Rejection
-from lookbench_live.schema.release import FILES, LATEST, MANIFEST
-from lookbench_live.warehouse.assemble import Assembler, Window, to_table
+from lookbench_live.schema.release import FILES, LATEST, MANIFEST, RELEASE_SCHEMA
+from lookbench_live.warehouse.assemble import Assembler, Window, materialize, ordered_rows
 from lookbench_live.warehouse.card import croissant_json, dataset_card
-from lookbench_live.warehouse.lake import Lake, atomic_write_bytes, parquet_bytes
+from lookbench_live.warehouse.lake import PARQUET_OPTIONS, Lake, atomic_write_bytes
 from lookbench_live.warehouse.released import (
     ReleasedIndex,
     gate_passed,
@@ -368,11 +368,12 @@ def stage_release(
         radius=radius,
         takedown=takedown_filter(lake),  # what owners asked to remove never enters a release
     ).build()
-    tables: dict[str, pa.Table] = {
-        rel: to_table(assembly.rows.get(tuple(rel[:-8].split("/")), []))  # type: ignore[arg-type]
+    # Rows without image bytes, in file order; the bytes are loaded a row group at a time.
+    ordered: dict[str, list[dict[str, Any]]] = {
+        rel: ordered_rows(assembly.rows.get(tuple(rel[:-8].split("/")), []))  # type: ignore[arg-type]
         for rel in FILES
     }
-    if sum(t.num_rows for t in tables.values()) == 0:
+    if sum(len(rows) for rows in ordered.values()) == 0:
         raise ReleaseError(
             f"nothing to release in {lake.home} for window {window.as_json()}: no kept, annotated image"
         )
@@ -398,22 +399,22 @@ def stage_release(
         hashes=assembly.hashes,
     )
     with _disk_full_is_reported(lake, version, staging):
-        _write_staged(lake, staged, tables, assembly, window, taxonomy, contact)
+        _write_staged(lake, staged, ordered, assembly, window, taxonomy, contact)
     return staged
 
 
 def _write_staged(
     lake: Lake,
     staged: StagedRelease,
-    tables: dict[str, pa.Table],
+    ordered: dict[str, list[dict[str, Any]]],
     assembly: Any,
     window: Window,
     taxonomy: Any,
     contact: str | None,
 ) -> None:
     version = staged.version
-    for rel, table in tables.items():
-        _put(lake, staged, rel, parquet_bytes(table), table.num_rows)
+    for rel, rows in ordered.items():
+        _put_rows(lake, staged, rel, rows, lake.get_image)
     staged.info = {
         "version": version,
         "window": window.as_json(),
@@ -460,6 +461,70 @@ def _put(lake: Lake, staged: StagedRelease, rel: str, data: bytes, rows: int | N
         "size": len(data),
         **({"rows": rows} if rows is not None else {}),
     }
+
+
+ROW_GROUP_ROWS = 128  # release rows per Parquet row group: the writer's (and readers') memory bound
+HASH_CHUNK = 1 << 20
+
+
+def write_rows(handle: Any, rows: list[dict[str, Any]], load_image: Callable[[str], bytes]) -> int:
+    """Write release `rows` (in order, image bytes loaded by sha256 where `None`) to the binary
+    file `handle` as Parquet, `ROW_GROUP_ROWS` rows per row group; returns the row count.
+
+    Only one row group's images are in memory at a time, so a 70,000-image release is written
+    in the memory of 128 rows. The same rows give the same bytes (fixed writer options)."""
+    with pq.ParquetWriter(handle, RELEASE_SCHEMA, **PARQUET_OPTIONS) as writer:
+        if not rows:
+            writer.write_table(RELEASE_SCHEMA.empty_table())
+        for start in range(0, len(rows), ROW_GROUP_ROWS):
+            chunk = [materialize(row, load_image) for row in rows[start : start + ROW_GROUP_ROWS]]
+            writer.write_table(
+                pa.Table.from_pylist(chunk, schema=RELEASE_SCHEMA), row_group_size=ROW_GROUP_ROWS
+            )
+            del chunk
+    return len(rows)
+
+
+def file_digest(lake: Lake, path: str) -> tuple[str, int]:
+    """(sha256, size) of a file on the lake, read in chunks (never whole into memory)."""
+    digest, size = hashlib.sha256(), 0
+    with lake.fs.open(path, "rb") as handle:
+        while chunk := handle.read(HASH_CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def _put_rows(
+    lake: Lake,
+    staged: StagedRelease,
+    rel: str,
+    rows: list[dict[str, Any]],
+    load_image: Callable[[str], bytes],
+) -> None:
+    """Stream `rows` into `<staging>/<rel>` (whole or not at all) and record its checksum."""
+    path = f"{staged.path}/{rel}"
+    if lake.local:
+        directory = os.path.dirname(path)
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".tmp-{uuid.uuid4().hex}")
+        try:
+            with open(tmp, "wb") as handle:
+                count = write_rows(handle, rows, load_image)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+    else:
+        # An object-store upload appears on close, whole (multipart); the staging folder is
+        # unpublished anyway until the manifest is written.
+        with lake.fs.open(path, "wb") as handle:
+            count = write_rows(handle, rows, load_image)
+    sha, size = file_digest(lake, path)
+    staged.files[rel] = {"sha256": sha, "size": size, "rows": count}
 
 
 def commit_release(
@@ -666,15 +731,14 @@ def verify_path(lake: Lake, base: str) -> list[str]:
     for rel in sorted(present - set(listed)):
         problems.append(f"{rel} is not listed in {MANIFEST} (extra file)")
     for rel in sorted(set(listed) & present):
-        data = lake.fs.cat_file(f"{base}/{rel}")
+        sha, size = file_digest(lake, f"{base}/{rel}")  # in chunks: a noise file may be gigabytes
         entry = listed[rel]
-        if len(data) != entry.get("size") or _sha256_bytes(data) != entry.get("sha256"):
+        if size != entry.get("size") or sha != entry.get("sha256"):
             problems.append(f"{rel} was altered (sha256 or size differs from {MANIFEST})")
             continue
         if rel.endswith(".parquet"):
-            import io
-
-            rows = pq.ParquetFile(io.BytesIO(data)).metadata.num_rows
+            with lake.fs.open(f"{base}/{rel}", "rb") as handle:
+                rows = pq.ParquetFile(handle).metadata.num_rows
             if rows != entry.get("rows"):
                 problems.append(f"{rel} has {rows} rows but {MANIFEST} says {entry.get('rows')}")
     return problems

@@ -23,6 +23,7 @@ import datetime as dt
 import json
 import threading
 import time
+from collections import OrderedDict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -51,12 +52,25 @@ from lookbench_live.scrapers.sample_store.catalog import (
 __all__ = ["DEFAULT_NOW", "SampleStore", "sample_sites"]
 
 MAX_PAGE_SIZE = 250
+IMAGE_CACHE = 2048  # drawn images kept (a crawl and its ingest ask for each about twice)
 
 
-def sample_sites(base_url: str) -> list[SiteSettings]:
-    """Site configs crawling the sample store at `base_url` (loopback allowed, polite but quick)."""
+PAGES_PER_WEEKLY_PRODUCT = 25  # a site's page budget per weekly arrival: its ~9 listed weeks, and room
+
+
+def sample_sites(base_url: str, products_per_week: int = DEFAULT_PRODUCTS_PER_WEEK) -> list[SiteSettings]:
+    """Site configs crawling the sample store at `base_url` (loopback allowed, polite but quick).
+
+    Each site's `max_pages` grows with the store's size (`products_per_week`), so a large store
+    (benchmarks) is crawled whole in one run; the default store keeps the default budget."""
     base = base_url.rstrip("/")
-    common: dict[str, Any] = {"allow_private_addresses": True, "download_delay": 0.0, "concurrency": 8}
+    budget = max(SiteSettings.model_fields["max_pages"].default, PAGES_PER_WEEKLY_PRODUCT * products_per_week)
+    common: dict[str, Any] = {
+        "allow_private_addresses": True,
+        "download_delay": 0.0,
+        "concurrency": 8,
+        "max_pages": budget,
+    }
     return [
         SiteSettings(
             name="sample-shopify",
@@ -108,7 +122,9 @@ class SampleStore:
         self.looks_per_month = looks_per_month if looks_per_month is not None else max(4, products_per_week)
         self.revision = revision
         self.latency = latency
-        self._images: dict[str, bytes] = {}
+        # Drawn images, most recently used last; bounded so a large store's crawl does not
+        # keep every picture (they are drawn again, byte-identical, when asked again).
+        self._images: OrderedDict[str, bytes] = OrderedDict()
         self._look_boxes: dict[str, list[tuple[int, int, int, int]]] = {}
         self._lock = threading.Lock()
         self.set_clock(clock or now or DEFAULT_NOW)
@@ -150,6 +166,16 @@ class SampleStore:
             self.looks: list[LookSpec] = looks
             self._by_id = {p.product_id: p for p in listed}
             self._looks_by_id = {lk.look_id: lk for lk in looks}
+            # Per-request lookups by index, not by scanning the listing (a large store serves
+            # tens of thousands of requests a crawl).
+            self._by_shape = {shape: [p for p in listed if p.shape == shape] for shape in pages.SHOP_PATHS}
+            self._by_slug: dict[tuple[str, str], ProductSpec] = {}
+            for p in listed:
+                self._by_slug.setdefault((p.shape, p.slug), p)
+
+    def by_slug(self, shape: str, slug: str) -> ProductSpec | None:
+        """The first listed product of `shape` with `slug` (listing order)."""
+        return self._by_slug.get((shape, slug))
 
     def spec_of(self, product_id: str) -> ProductSpec | None:
         """Any product the store ever published by `clock`, listed or not (near copies need it)."""
@@ -255,10 +281,14 @@ class SampleStore:
     def image(self, key: str, make: Any) -> bytes:
         with self._lock:
             data = self._images.get(key)
+            if data is not None:
+                self._images.move_to_end(key)
         if data is None:
             data = make()
             with self._lock:
                 self._images[key] = data
+                while len(self._images) > IMAGE_CACHE:
+                    self._images.popitem(last=False)
         return data
 
     def photo(self, product: ProductSpec, view: int) -> bytes:
@@ -417,9 +447,7 @@ class _Handler(BaseHTTPRequestHandler):
         base = store.base_url
         parts = urlsplit(self.path)
         path, query = parts.path, parse_qs(parts.query)
-        shape_products = {
-            shape: [p for p in store.products if p.shape == shape] for shape in pages.SHOP_PATHS
-        }
+        shape_products = store._by_shape
         if path == "/robots.txt":
             self._send(
                 200,
@@ -449,7 +477,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json([pages.woo_product(p, base) for p in chunk])
         elif path.startswith("/woo/product/"):
             slug = path.split("/")[3]
-            found = next((p for p in shape_products["woocommerce"] if p.slug == slug), None)
+            found = store.by_slug("woocommerce", slug)
             self._html(pages.simple_product_page(found, base)) if found else self._not_found()
         # -------------------------------------------------------------- schema.org
         elif path.startswith("/schema/"):
@@ -458,7 +486,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif path in ("/js", "/js/"):
             self._html(pages.js_listing(shape_products["playwright"]))
         elif path.startswith("/js/p/"):
-            found = next((p for p in shape_products["playwright"] if p.slug == path[len("/js/p/") :]), None)
+            found = store.by_slug("playwright", path[len("/js/p/") :])
             self._html(pages.js_page(found, base)) if found else self._not_found()
         # -------------------------------------------------------------- looks
         elif path in ("/looks", "/looks/"):
@@ -495,7 +523,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif path.startswith("/shopify/products/"):
             handle = path[len("/shopify/products/") :]
             as_json = handle.endswith(".json")
-            found = next((p for p in products if p.slug == handle.removesuffix(".json")), None)
+            found = self.store.by_slug("shopify", handle.removesuffix(".json"))
             if found is None:
                 return self._not_found()
             if as_json:
@@ -552,7 +580,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif path.startswith("/schema/private/"):
             self._html("<html><body>This page must never be fetched by a polite crawler.</body></html>")
         elif path.startswith("/schema/p/"):
-            found = next((p for p in products if p.slug == path[len("/schema/p/") :]), None)
+            found = store.by_slug("schema_org", path[len("/schema/p/") :])
             self._html(pages.schema_page(found, base)) if found else self._not_found()
         else:
             self._not_found()
