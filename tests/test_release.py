@@ -293,8 +293,16 @@ def test_a_full_disk_while_releasing_commits_nothing_and_the_rerun_finishes(
         armed["on"] = path.endswith(full_at)
         real_write(fs, path, data)
 
+    real_put_rows = release_module._put_rows
+
+    def arming_put_rows(lake, staged, rel, rows, load_image) -> None:  # the streamed Parquet files
+        armed["on"] = full_at == "parquet"
+        real_put_rows(lake, staged, rel, rows, load_image)
+
     monkeypatch.setattr(lake_module, "open", open_on_full_disk, raising=False)
+    monkeypatch.setattr(release_module, "open", open_on_full_disk, raising=False)
     monkeypatch.setattr(release_module, "atomic_write_bytes", arming_write)
+    monkeypatch.setattr(release_module, "_put_rows", arming_put_rows)
     with pytest.raises(ReleaseError, match=r"storage is full .*nothing was committed") as caught:
         build(lake, version="v20261201")
     assert caught.value.__cause__.errno == errno.ENOSPC  # type: ignore[union-attr]
