@@ -218,7 +218,7 @@ def load_submitted(path: str, required: Sequence[str]) -> Vectors:
 READ_BATCH = 8192  # Parquet rows decoded at once: Arrow holds one batch, the matrix holds all
 
 
-def _read_parquet(handle: Any, source: str) -> Vectors:
+def _read_parquet(handle: Any, source: str) -> Vectors:  # a local path or a binary file object
     """`read_vectors` of a Parquet file, one batch at a time (only the matrix is whole)."""
     parquet = pq.ParquetFile(handle)
     _check_columns(parquet.schema_arrow, source)
@@ -234,6 +234,10 @@ def load_cache(lake: Lake, version: str, model: str) -> Vectors:
     if not lake.fs.exists(path):
         return Vectors([], np.zeros((0, 0), np.float32))
     try:
+        if lake.local:
+            # Arrow reads a local file natively; through a Python file object every page would
+            # also pass through Python bytes (as much again as the matrix).
+            return _read_parquet(lake.fs._strip_protocol(path), f"embedding cache {path}")
         with lake.fs.open(path, "rb") as handle:
             return _read_parquet(handle, f"embedding cache {path}")
     except (EmbeddingsError, pa.ArrowInvalid, OSError, ValueError):
