@@ -121,38 +121,53 @@ def embed_release(
     return vectors
 
 
-def embed_images(
-    lake: Lake, data: ReleaseData, embedder: ImageEmbedder, wanted: Sequence[str]
-) -> dict[str, np.ndarray]:
-    """sha256 -> embedding of the `wanted` images of the release, `EMBED_BATCH` at a time."""
-    vectors: dict[str, np.ndarray] = {}
+def embed_images(lake: Lake, data: ReleaseData, embedder: ImageEmbedder, wanted: Sequence[str]) -> Vectors:
+    """sha256 -> embedding of the `wanted` images of the release, `EMBED_BATCH` at a time, written
+    into one float32 matrix (allocated at the first batch, when the width is known)."""
+    wanted = list(dict.fromkeys(wanted))
+    shas: list[str] = []
+    seen: set[str] = set()
+    matrix: np.ndarray | None = None
     pending_sha: list[str] = []
     pending_bytes: list[bytes] = []
 
     def flush() -> None:
-        rows = embedder.embed(pending_bytes)
-        if rows.shape[0] != len(pending_sha):
+        nonlocal matrix
+        rows = np.asarray(embedder.embed(pending_bytes), np.float32)
+        if rows.ndim != 2 or rows.shape[0] != len(pending_sha):
             raise EmbeddingsError(
-                f"model {embedder.name} returned {rows.shape[0]} rows for {len(pending_sha)} images"
+                f"model {embedder.name} returned {rows.shape[0] if rows.ndim else 0} rows "
+                f"for {len(pending_sha)} images"
             )
-        for sha, row in zip(pending_sha, rows, strict=True):
-            vectors[sha] = np.asarray(row, np.float32)
+        if matrix is None:
+            matrix = np.empty((len(wanted), rows.shape[1]), np.float32)
+        if rows.shape[1] != matrix.shape[1]:
+            raise EmbeddingsError(
+                f"model {embedder.name} returned width {rows.shape[1]}, earlier batches {matrix.shape[1]}"
+            )
+        matrix[len(shas) : len(shas) + len(rows)] = rows
+        shas.extend(pending_sha)
         pending_sha.clear()
         pending_bytes.clear()
 
     for sha, image in iter_images(lake, data, wanted):
+        if sha in seen:  # iter_images yields each once; this keeps the matrix bound regardless
+            continue
+        seen.add(sha)
         pending_sha.append(sha)
         pending_bytes.append(image)
         if len(pending_sha) >= EMBED_BATCH:
             flush()
     if pending_sha:
         flush()
-    absent = [s for s in wanted if s not in vectors]
+    absent = [s for s in wanted if s not in seen]
     if absent:
         raise EmbeddingsError(
             f"image {absent[0]} of release {data.version} has no bytes in the release files"
         )
-    return vectors
+    if matrix is None:
+        return Vectors.of({})
+    return Vectors(shas, matrix if len(shas) == len(matrix) else matrix[: len(shas)].copy())
 
 
 def _rows(vectors: Vectors, shas: Sequence[str], source: str) -> np.ndarray:
