@@ -25,12 +25,18 @@ from lookbench_live.evaluation.metrics import (
     K_MAX,
     LabelCodes,
     Retrieval,
-    normalize,
+    normalize_rows,
     per_query_scores,
     retrieve,
 )
 from lookbench_live.evaluation.release_data import ReleaseData, iter_images, load_release, query_moment
-from lookbench_live.evaluation.vectors import EmbeddingsError, load_cache, load_submitted, save_cache
+from lookbench_live.evaluation.vectors import (
+    EmbeddingsError,
+    Vectors,
+    load_cache,
+    load_submitted,
+    save_cache,
+)
 from lookbench_live.schema.records import Evaluation
 from lookbench_live.warehouse.lake import Lake
 
@@ -103,66 +109,73 @@ def embed_release(
     embedder: ImageEmbedder,
     *,
     use_cache: bool = True,
-) -> dict[str, np.ndarray]:
+) -> Vectors:
     """sha256 -> embedding of every image of the release, through the (release, model) cache."""
     required = data.all_sha256()
-    vectors = load_cache(lake, data.version, embedder.name) if use_cache else {}
+    vectors = load_cache(lake, data.version, embedder.name) if use_cache else Vectors.of({})
     missing = [s for s in required if s not in vectors]
     if missing:
-        vectors.update(embed_images(lake, data, embedder, missing))
+        vectors = vectors.merged(embed_images(lake, data, embedder, missing))
         if use_cache:
             save_cache(lake, data.version, embedder.name, vectors)
     return vectors
 
 
-def embed_images(
-    lake: Lake, data: ReleaseData, embedder: ImageEmbedder, wanted: Sequence[str]
-) -> dict[str, np.ndarray]:
-    """sha256 -> embedding of the `wanted` images of the release, `EMBED_BATCH` at a time."""
-    vectors: dict[str, np.ndarray] = {}
+def embed_images(lake: Lake, data: ReleaseData, embedder: ImageEmbedder, wanted: Sequence[str]) -> Vectors:
+    """sha256 -> embedding of the `wanted` images of the release, `EMBED_BATCH` at a time, written
+    into one float32 matrix (allocated at the first batch, when the width is known)."""
+    wanted = list(dict.fromkeys(wanted))
+    shas: list[str] = []
+    seen: set[str] = set()
+    matrix: np.ndarray | None = None
     pending_sha: list[str] = []
     pending_bytes: list[bytes] = []
 
     def flush() -> None:
-        rows = embedder.embed(pending_bytes)
-        if rows.shape[0] != len(pending_sha):
+        nonlocal matrix
+        rows = np.asarray(embedder.embed(pending_bytes), np.float32)
+        if rows.ndim != 2 or rows.shape[0] != len(pending_sha):
             raise EmbeddingsError(
-                f"model {embedder.name} returned {rows.shape[0]} rows for {len(pending_sha)} images"
+                f"model {embedder.name} returned {rows.shape[0] if rows.ndim else 0} rows "
+                f"for {len(pending_sha)} images"
             )
-        for sha, row in zip(pending_sha, rows, strict=True):
-            vectors[sha] = np.asarray(row, np.float32)
+        if matrix is None:
+            matrix = np.empty((len(wanted), rows.shape[1]), np.float32)
+        if rows.shape[1] != matrix.shape[1]:
+            raise EmbeddingsError(
+                f"model {embedder.name} returned width {rows.shape[1]}, earlier batches {matrix.shape[1]}"
+            )
+        matrix[len(shas) : len(shas) + len(rows)] = rows
+        shas.extend(pending_sha)
         pending_sha.clear()
         pending_bytes.clear()
 
     for sha, image in iter_images(lake, data, wanted):
+        if sha in seen:  # iter_images yields each once; this keeps the matrix bound regardless
+            continue
+        seen.add(sha)
         pending_sha.append(sha)
         pending_bytes.append(image)
         if len(pending_sha) >= EMBED_BATCH:
             flush()
     if pending_sha:
         flush()
-    absent = [s for s in wanted if s not in vectors]
+    absent = [s for s in wanted if s not in seen]
     if absent:
         raise EmbeddingsError(
             f"image {absent[0]} of release {data.version} has no bytes in the release files"
         )
-    return vectors
+    if matrix is None:
+        return Vectors.of({})
+    return Vectors(shas, matrix if len(shas) == len(matrix) else matrix[: len(shas)].copy())
 
 
-def _matrix(vectors: dict[str, np.ndarray], shas: Sequence[str], source: str) -> np.ndarray:
-    if not shas:
-        width = len(next(iter(vectors.values()))) if vectors else 0
-        return np.zeros((0, width), np.float32)
-    width = len(vectors[shas[0]])
-    out = np.empty((len(shas), width), np.float32)
-    for i, sha in enumerate(shas):
-        row = vectors[sha]
-        if len(row) != width:
-            raise EmbeddingsError(
-                f"{source}: embedding of image {sha} has width {len(row)}, expected {width}"
-            )
-        out[i] = row
-    return out
+def _rows(vectors: Vectors, shas: Sequence[str], source: str) -> np.ndarray:
+    """Row numbers of `shas` in `vectors.matrix` (an absent image is named, never a KeyError)."""
+    try:
+        return vectors.rows(shas)
+    except KeyError as exc:
+        raise EmbeddingsError(f"{source}: no embedding for image {exc.args[0]}") from None
 
 
 def _keep_after(table: pa.Table, after: dt.date | None) -> np.ndarray:
@@ -207,6 +220,12 @@ def run_evaluation(
             vectors = embed_release(lake, data, embedder)
         source = f"model {name}"
     run = EvaluationRun(release=data.version, model=name, after=after)
+    # One float32 matrix for the whole release, L2-normalised in place (row by row, so the
+    # same numbers as normalising each subset's copy); subsets index it by row number.
+    vectors = Vectors.of(vectors)
+    if not vectors.matrix.flags.writeable or not vectors.matrix.flags.owndata:
+        vectors = Vectors(vectors.shas, vectors.matrix.copy())
+    normalize_rows(vectors.matrix)
     wanted = [s for s in data.subsets() if subsets is None or s in subsets]
     noise = data.noise
     # One shared vocabulary for every split, so codes compare across query and corpus.
@@ -217,6 +236,7 @@ def run_evaluation(
     codes = encode_labels(tables)
     noise_codes = codes[0]
     noise_sha = noise.column("sha256").to_pylist()
+    noise_rows = _rows(vectors, noise_sha, source)
     for i, s in enumerate(wanted):
         q_table, g_table = tables[1 + 2 * i], tables[2 + 2 * i]
         q_codes, g_codes = codes[1 + 2 * i], codes[2 + 2 * i]
@@ -224,13 +244,13 @@ def run_evaluation(
         q_table = q_table.take(pa.array(keep, pa.int64()))
         q_codes = q_codes.take(keep)
         q_sha = q_table.column("sha256").to_pylist()
-        c_sha = g_table.column("sha256").to_pylist() + noise_sha
+        g_sha = g_table.column("sha256").to_pylist()
+        c_sha = g_sha + noise_sha
         c_codes = _concat_codes(g_codes, noise_codes)
-        q_emb = normalize(_matrix(vectors, q_sha, source))
-        c_emb = normalize(_matrix(vectors, c_sha, source))
-        if len(q_sha) and q_emb.shape[1] != c_emb.shape[1]:
-            raise EmbeddingsError(f"{source}: query and corpus embeddings of {s} differ in width")
-        retrieval = retrieve(q_emb, c_emb, K_MAX, corpus_chunk=chunk_size)
+        q_emb = vectors.matrix[_rows(vectors, q_sha, source)]
+        c_rows = np.concatenate([_rows(vectors, g_sha, source), noise_rows])
+        retrieval = retrieve(q_emb, vectors.matrix, K_MAX, corpus_chunk=chunk_size, corpus_rows=c_rows)
+        del q_emb
         per_query = per_query_scores(q_codes, c_codes, retrieval)
         run.subsets[s] = SubsetRun(
             name=s,

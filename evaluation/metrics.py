@@ -161,17 +161,21 @@ def retrieve(
     *,
     query_block: int = 1024,
     corpus_chunk: int = 65536,
+    corpus_rows: np.ndarray | None = None,
 ) -> Retrieval:
     """Top-k corpus rows by inner product for every query, ties broken by corpus row order.
 
     Embeddings must already be L2-normalised (inner product = cosine). Peak extra memory
     is about `query_block × corpus_chunk × 4` bytes (twice that while merging).
+    `corpus_rows`: the corpus is `corpus[corpus_rows]` (indices into the result refer to this
+    order), gathered one chunk at a time so a subset never copies the whole release matrix.
     """
     q = torch.as_tensor(queries, dtype=torch.float32)
     c = torch.as_tensor(corpus, dtype=torch.float32)
     if q.ndim != 2 or c.ndim != 2 or q.shape[1] != c.shape[1]:
         raise ValueError(f"query {tuple(q.shape)} and corpus {tuple(c.shape)} embeddings do not match")
-    n_q, n_c = q.shape[0], c.shape[0]
+    rows = None if corpus_rows is None else torch.as_tensor(np.asarray(corpus_rows, np.int64))
+    n_q, n_c = q.shape[0], (c.shape[0] if rows is None else len(rows))
     k = min(k, n_c)
     out_idx = np.zeros((n_q, k), np.int64)
     out_val = np.zeros((n_q, k), np.float32)
@@ -183,7 +187,9 @@ def retrieve(
             best_val: torch.Tensor | None = None
             best_idx: torch.Tensor | None = None
             for c0 in range(0, n_c, corpus_chunk):
-                sims = qb @ c[c0 : c0 + corpus_chunk].T
+                block = c[c0 : c0 + corpus_chunk] if rows is None else c[rows[c0 : c0 + corpus_chunk]]
+                sims = qb @ block.T
+                del block
                 vals, idx = _stable_topk(sims, k, c0)
                 del sims
                 if best_val is None or best_idx is None:
@@ -324,6 +330,23 @@ def per_query_scores(
         i = idcg[:, k - 1]
         out[f"ndcg@{k}"] = np.divide(d, i, out=np.zeros_like(d), where=i > 0)
     return out
+
+
+NORMALIZE_BLOCK = 4096  # rows normalised at once by `normalize_rows` (its temporary's bound)
+
+
+def normalize_rows(matrix: np.ndarray) -> np.ndarray:
+    """`normalize` in place on a writeable float32 matrix, `NORMALIZE_BLOCK` rows at a time
+    (the same numbers: each row's norm depends only on that row); returns `matrix`."""
+    if matrix.dtype != np.float32 or not matrix.flags.writeable or matrix.ndim != 2:
+        raise ValueError("normalize_rows needs a writeable 2-d float32 matrix")
+    for start in range(0, matrix.shape[0], NORMALIZE_BLOCK):
+        block = matrix[start : start + NORMALIZE_BLOCK]
+        norms = np.linalg.norm(block, axis=1, keepdims=True)
+        zero = norms[:, 0] <= 0
+        np.divide(block, norms, out=block, where=norms > 0)
+        block[zero] = 0.0
+    return matrix
 
 
 def normalize(embeddings: np.ndarray) -> np.ndarray:

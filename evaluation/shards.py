@@ -16,13 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow.parquet as pq
 
 from lookbench_live.evaluation.embedders import load_embedder
 from lookbench_live.evaluation.evaluate import embed_images
 from lookbench_live.evaluation.release_data import load_release
-from lookbench_live.evaluation.vectors import cache_path, load_cache, read_vectors, save_cache
+from lookbench_live.evaluation.vectors import Vectors, cache_path, load_cache, read_vectors, save_cache
 from lookbench_live.warehouse.lake import Lake
 
 
@@ -81,7 +80,7 @@ def merge_shards(lake: Lake, version: str, model: str, count: int) -> int:
     for path in paths:
         part = _read_part(lake, path)
         added += len(part)
-        vectors.update(part)
+        vectors = vectors.merged(part)
     if added:
         save_cache(lake, version, model, vectors)
     for path in paths:
@@ -90,12 +89,12 @@ def merge_shards(lake: Lake, version: str, model: str, count: int) -> int:
     return len(vectors)
 
 
-def _read_part(lake: Lake, path: str) -> dict[str, np.ndarray]:
+def _read_part(lake: Lake, path: str) -> Vectors:
     if not lake.fs.exists(path):
-        return {}
+        return Vectors.of({})
     with lake.fs.open(path, "rb") as handle:
         table = pq.read_table(handle)
     try:
         return read_vectors(table, f"embedding part {path}")
     except ValueError:  # a bad part is embedded again, never trusted
-        return {}
+        return Vectors.of({})
