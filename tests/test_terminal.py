@@ -6,11 +6,13 @@ import io
 import os
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 from evaluation_fixtures import make_release, sample_rows
 from model_fixtures import tiny_clip
 
+from lookbench_live.evaluation.vectors import cache_path
 from lookbench_live.flows.progress import stage_counts, stage_progress
 from lookbench_live.flows.summary import stage_lines
 from lookbench_live.warehouse.lake import Lake
@@ -74,12 +76,19 @@ def test_library_noise_only_with_verbose(tmp_path, cli) -> None:
         command = [cli, *flags, "evaluate", "latest", "--model", model, "--home", lake.home, "--json"]
         return subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
 
+    # Evaluation loads a model only for images its embedding cache lacks: each run starts with no
+    # cache, so each really loads the model (the noise's source) and then writes the cache.
+    cache = Path(cache_path(lake, "v20261101", model))
+    assert not cache.exists()
     quiet = evaluate()
     assert quiet.returncode == 0, quiet.stderr[-3000:]
+    assert cache.exists()  # the model was loaded and ran
     assert not NOISE.search(quiet.stderr), quiet.stderr[-3000:]
     assert '"model"' in quiet.stdout
 
+    cache.unlink()
     loud = evaluate("--verbose")
+    assert cache.exists()
     assert loud.returncode == 0, loud.stderr[-3000:]
     assert re.search(r"^\[transformers\]", loud.stderr, re.M), loud.stderr[-3000:]
     assert loud.stdout == quiet.stdout  # the same result either way
