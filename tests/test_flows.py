@@ -154,20 +154,28 @@ KILLER = textwrap.dedent(
                 return real_crawl(*a, **k)
             crawl_mod.run_crawl = run_crawl
         if stage == "release":
+            # Release files are streamed (write_rows), not written whole: die halfway through the
+            # fifth file's rows, with its temp file open in the staging folder.
             from lookbench_live.warehouse import release as release_mod
-            real_write = release_mod.atomic_write_bytes
-            writes = []
-            def write(fs, path, data):
-                writes.append(path)
-                if len(writes) == 5:
+            real_rows = release_mod.write_rows
+            files = []
+            def write_rows(handle, rows, load_image):
+                files.append(1)
+                if len(files) == 5:
+                    real_rows(handle, rows[: len(rows) // 2], load_image)
+                    handle.flush()
                     die()
-                return real_write(fs, path, data)
-            release_mod.atomic_write_bytes = write
+                return real_rows(handle, rows, load_image)
+            release_mod.write_rows = write_rows
         if stage == "evaluate":
-            import lookbench_live.evaluation.report as report_mod
-            def write_report(*a, **k):
+            # Inside the evaluation itself: the baseline's embedding cache is written (the rerun
+            # scores from it without embedding again), then death before any score is recorded.
+            import lookbench_live.evaluation.evaluate as evaluate_mod
+            real_save = evaluate_mod.save_cache
+            def save_cache(*a, **k):
+                real_save(*a, **k)
                 die()
-            report_mod.write_report = write_report
+            evaluate_mod.save_cache = save_cache
 
 
     if __name__ == "__main__":  # decode worker processes re-import this file: only the parent patches
@@ -199,6 +207,9 @@ def test_sigkill_in_every_stage_then_rerun_gives_the_same_release(
         assert run.returncode == -signal.SIGKILL, (
             f"{stage}: not killed ({run.returncode}): {run.stderr[-3000:]}"
         )
+        # Killed before the commit: otherwise the later stages' runs find the release made and
+        # their kill points are never reached.
+        assert not (home / "releases" / VERSION / "manifest.json").exists(), f"{stage}: committed"
     # O6: every step before the release finished in one of the killed runs (the last was killed
     # in `evaluate`); completion is the lake's ledger, not Prefect's cache. The rerun skips them:
     # it writes no fragment into their tables and no new completion marker for them.
