@@ -211,7 +211,9 @@ class HostPacingMiddleware:
     A host whose last `max_host_failures` attempts all failed (5xx, 429, a network error; any
     other answer resets the count) is parked for the rest of the run, as Nutch's
     `fetcher.max.exceptions.per.queue` does: every later request to it, retries included, is
-    refused unsent with reason `host_parked` (C10).
+    refused unsent with reason `host_parked` (C10), also one that was waiting here for its
+    slot. What had already passed into the downloader's queue (at most `CONCURRENT_REQUESTS`)
+    is still sent: a retry of one of the first failures may be among it.
     """
 
     def __init__(self, max_retry_after: float, clock: Any = time.monotonic, max_host_failures: int = 10):
@@ -263,6 +265,11 @@ class HostPacingMiddleware:
         wait = self.reserve(host)
         if wait > 0:
             await asyncio.sleep(wait)
+            # Parked while this request waited for its slot: it has not reached the downloader
+            # yet, so it is refused like any later one. Only what already sits in the
+            # downloader's queue (past every middleware) still goes out after the parking.
+            if host in self.parked:
+                raise RefusedRequest("host_parked", self.parked[host])
 
     def process_exception(self, request: Request, exception: BaseException, spider: Any = None) -> None:
         if not isinstance(exception, IgnoreRequest) and not request.meta.get(ROBOTS_META):

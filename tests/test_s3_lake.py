@@ -397,21 +397,49 @@ def _two_releases(bucket: str) -> tuple[Lake, str]:
     return lake, "v20261101"
 
 
+def _store_flips_a_byte_of(lake: Lake, suffix: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store keeps one byte of every object whose key ends with `suffix` altered: whatever
+    the writer hands it, by a streamed upload (`open(..., "wb")`) or one PUT (`pipe_file`).
+    So the bytes stored differ from the bytes the release writer produced and checksummed."""
+    fs = lake.fs
+    real_open, real_pipe = fs.open, fs.pipe_file
+    flip_at = 100  # past the "PAR1" magic, inside the first data page
+
+    def flipped(data: bytes, start: int) -> bytes:
+        if start <= flip_at < start + len(data):
+            data = bytearray(data)
+            data[flip_at - start] ^= 0x01
+        return bytes(data)
+
+    def open_(path: str, mode: str = "rb", *args, **kwargs):
+        handle = real_open(path, mode, *args, **kwargs)
+        if "w" in mode and str(path).endswith(suffix):
+            real_write, written = handle.write, [0]
+
+            def write(data) -> int:
+                data = bytes(data)
+                real_write(flipped(data, written[0]))
+                written[0] += len(data)
+                return len(data)
+
+            handle.write = write
+        return handle
+
+    def pipe_file(path: str, value: bytes, *args, **kwargs):
+        if str(path).endswith(suffix):
+            value = flipped(bytes(value), 0)
+        return real_pipe(path, value, *args, **kwargs)
+
+    monkeypatch.setattr(fs, "open", open_)
+    monkeypatch.setattr(fs, "pipe_file", pipe_file)
+
+
 def test_a_file_corrupted_before_commit_leaves_the_version_uncommitted_on_s3(
     bucket: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     lake, committed = _two_releases(bucket)
     version = "v20261102"
-    real_write = release_mod.atomic_write_bytes
-
-    def flipping(fs, path: str, data: bytes) -> None:  # the store altered a byte after we hashed it
-        if path.endswith("aigen_studio/gallery.parquet"):
-            data = bytearray(data)
-            data[len(data) // 2] ^= 0x01
-            data = bytes(data)
-        real_write(fs, path, data)
-
-    monkeypatch.setattr(release_mod, "atomic_write_bytes", flipping)
+    _store_flips_a_byte_of(lake, "aigen_studio/gallery.parquet", monkeypatch)
     with pytest.raises(
         ReleaseError, match=r"failed verification before commit: aigen_studio/gallery\.parquet"
     ):

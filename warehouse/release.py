@@ -495,6 +495,53 @@ def file_digest(lake: Lake, path: str) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
+class _HashingWriter:
+    """A binary file wrapper that checksums the bytes as the writer hands them over.
+
+    The manifest's checksum must be of what we produced, not of what the store gives back:
+    hashing a read-back would bless a byte the store (or disk) altered after the write, and
+    the verification before commit, which compares the stored file against this checksum,
+    would then pass a corrupted release.
+    """
+
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+        self._digest = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        self._digest.update(view)
+        self.size += view.nbytes
+        self._handle.write(view)
+        return view.nbytes
+
+    def tell(self) -> int:
+        return self.size
+
+    def flush(self) -> None:
+        self._handle.flush()
+
+    @property
+    def closed(self) -> bool:
+        return bool(self._handle.closed)
+
+    def writable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return False
+
+    def seekable(self) -> bool:
+        return False
+
+    def close(self) -> None:  # the owner of the real handle closes it
+        pass
+
+    def hexdigest(self) -> str:
+        return self._digest.hexdigest()
+
+
 def _put_rows(
     lake: Lake,
     staged: StagedRelease,
@@ -502,7 +549,8 @@ def _put_rows(
     rows: list[dict[str, Any]],
     load_image: Callable[[str], bytes],
 ) -> None:
-    """Stream `rows` into `<staging>/<rel>` (whole or not at all) and record its checksum."""
+    """Stream `rows` into `<staging>/<rel>` (whole or not at all) and record the checksum of the
+    bytes written (never of a read-back: see `_HashingWriter`)."""
     path = f"{staged.path}/{rel}"
     if lake.local:
         directory = os.path.dirname(path)
@@ -510,7 +558,8 @@ def _put_rows(
         tmp = os.path.join(directory, f".tmp-{uuid.uuid4().hex}")
         try:
             with open(tmp, "wb") as handle:
-                count = write_rows(handle, rows, load_image)
+                sink = _HashingWriter(handle)
+                count = write_rows(sink, rows, load_image)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, path)
@@ -522,9 +571,9 @@ def _put_rows(
         # An object-store upload appears on close, whole (multipart); the staging folder is
         # unpublished anyway until the manifest is written.
         with lake.fs.open(path, "wb") as handle:
-            count = write_rows(handle, rows, load_image)
-    sha, size = file_digest(lake, path)
-    staged.files[rel] = {"sha256": sha, "size": size, "rows": count}
+            sink = _HashingWriter(handle)
+            count = write_rows(sink, rows, load_image)
+    staged.files[rel] = {"sha256": sink.hexdigest(), "size": sink.size, "rows": count}
 
 
 def commit_release(
