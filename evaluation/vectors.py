@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import re
-import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -21,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lookbench_live.warehouse.lake import PARQUET_OPTIONS, Lake, atomic_write_bytes
+from lookbench_live.warehouse.lake import PARQUET_OPTIONS, Lake, atomic_local_file, atomic_write_bytes
 
 CACHE_SCHEMA = pa.schema([("sha256", pa.string()), ("embedding", pa.list_(pa.float32()))])
 
@@ -277,17 +275,8 @@ def save_cache(
 
     lake.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
     if lake.local:
-        tmp = os.path.join(os.path.dirname(path), f".tmp-{uuid.uuid4().hex}")
-        try:
-            with open(tmp, "wb") as handle:
-                write(handle)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        with atomic_local_file(path) as handle:
+            write(handle)
     else:
         # One PUT is atomic on object stores; the compressed file is far smaller than the matrix.
         sink = io.BytesIO()

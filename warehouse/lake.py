@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import fsspec
 import pyarrow as pa
@@ -61,27 +61,36 @@ def is_local(url: str) -> bool:
     return "://" not in url or url.startswith("file://")
 
 
+@contextmanager
+def atomic_local_file(path: str) -> Iterator[BinaryIO]:
+    """A binary handle whose bytes appear at the local `path` whole, durably, or not at all: a
+    temp file beside it, fsynced, renamed over `path`, and the folder fsynced (the rename too
+    survives a crash). Any exception removes the temp file and propagates."""
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    tmp = os.path.join(directory, f".tmp-{uuid.uuid4().hex}")
+    try:
+        with open(tmp, "wb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
 def atomic_write_bytes(fs: fsspec.AbstractFileSystem, path: str, data: bytes) -> None:
     """Write `data` to `path` so that readers see nothing or all of it."""
     if isinstance(fs, fsspec.implementations.local.LocalFileSystem):
-        directory = os.path.dirname(path)
-        os.makedirs(directory, exist_ok=True)
-        tmp = os.path.join(directory, f".tmp-{uuid.uuid4().hex}")
-        try:
-            with open(tmp, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-        dir_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        with atomic_local_file(path) as handle:
+            handle.write(data)
     else:
         # One PUT is atomic on object stores: the object exists whole or not at all.
         fs.pipe_file(path, data)

@@ -41,7 +41,7 @@ from lookbench_live.schema.records import Rejection
 from lookbench_live.schema.release import FILES, LATEST, MANIFEST, RELEASE_SCHEMA
 from lookbench_live.warehouse.assemble import Assembler, Window, materialize, ordered_rows
 from lookbench_live.warehouse.card import croissant_json, dataset_card
-from lookbench_live.warehouse.lake import PARQUET_OPTIONS, Lake, atomic_write_bytes
+from lookbench_live.warehouse.lake import PARQUET_OPTIONS, Lake, atomic_local_file, atomic_write_bytes
 from lookbench_live.warehouse.released import (
     ReleasedIndex,
     gate_passed,
@@ -553,20 +553,9 @@ def _put_rows(
     bytes written (never of a read-back: see `_HashingWriter`)."""
     path = f"{staged.path}/{rel}"
     if lake.local:
-        directory = os.path.dirname(path)
-        os.makedirs(directory, exist_ok=True)
-        tmp = os.path.join(directory, f".tmp-{uuid.uuid4().hex}")
-        try:
-            with open(tmp, "wb") as handle:
-                sink = _HashingWriter(handle)
-                count = write_rows(sink, rows, load_image)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        with atomic_local_file(path) as handle:
+            sink = _HashingWriter(handle)
+            count = write_rows(sink, rows, load_image)
     else:
         # An object-store upload appears on close, whole (multipart); the staging folder is
         # unpublished anyway until the manifest is written.
