@@ -10,7 +10,8 @@ journal, JSON-LD/microdata/OpenGraph extraction, and lake commits. The peer is a
 `scrapy.Spider` that parses nothing, with Scrapy's defaults plus the same concurrency, no
 AutoThrottle and no delay (the anchor in ../shared/anchors.md: 145–149 pages/s on
 python's http.server). Reported: pages/s over Scrapy's own `elapsed_time_seconds` (spider open
-to close) and over the whole subprocess wall time (startup included).
+to close) and over the whole subprocess wall time (startup included), and each crawl
+process's CPU seconds (startup included).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -59,6 +61,12 @@ def elapsed_from_log(text: str) -> tuple[float | None, int | None]:
     return (float(elapsed.group(1)) if elapsed else None, int(count.group(1)) if count else None)
 
 
+def children_cpu() -> float:
+    """User + system CPU seconds of every finished child process (the crawl subprocesses)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pages", type=int, default=500)
@@ -78,13 +86,13 @@ def main() -> None:
         url_file.write_text(json.dumps(urls))
         script = Path(tmp) / "plain.py"
         script.write_text(PLAIN_SPIDER)
-        start = time.perf_counter()
+        start, cpu0 = time.perf_counter(), children_cpu()
         plain = subprocess.run(
             [sys.executable, str(script), str(url_file), str(args.concurrency)],
             capture_output=True,
             text=True,
         )
-        plain_wall = time.perf_counter() - start
+        plain_wall, plain_cpu = time.perf_counter() - start, children_cpu() - cpu0
         plain_elapsed, plain_pages = elapsed_from_log(plain.stderr)
 
         # --- ours
@@ -101,27 +109,29 @@ def main() -> None:
         )
         crawl = CrawlSettings(autothrottle=False, batch_size=500)
         lake = str(Path(tmp) / "lake")
-        start = time.perf_counter()
+        start, cpu0 = time.perf_counter(), children_cpu()
         result = run_crawl(site, crawl, lake, "bench", timeout_s=600)
-        ours_wall = time.perf_counter() - start
+        ours_wall, ours_cpu = time.perf_counter() - start, children_cpu() - cpu0
         log = (state_dir(Lake(lake), "bench", "bench") / "crawl.log").read_text()
         ours_elapsed, ours_pages = elapsed_from_log(log)
         products = Lake(lake).read("products").num_rows
 
     rows = [
-        ("plain Scrapy (parse nothing)", plain_pages, plain_elapsed, plain_wall),
-        ("lookbench-live schema_org spider", ours_pages, ours_elapsed, ours_wall),
+        ("plain Scrapy (parse nothing)", plain_pages, plain_elapsed, plain_wall, plain_cpu),
+        ("lookbench-live schema_org spider", ours_pages, ours_elapsed, ours_wall, ours_cpu),
     ]
     print(
         f"pages requested: {args.pages}, concurrency {args.concurrency}, products stored: {products}, result: {result}"
     )
     print(
         f"{'crawler':36} {'responses':>9} {'crawl s':>8} {'pages/s':>8} {'wall s':>7} {'pages/s (wall)':>14}"
+        f" {'CPU s':>6}"
     )
-    for name, pages, elapsed, wall in rows:
+    for name, pages, elapsed, wall, cpu in rows:
         rate = (pages or 0) / elapsed if elapsed else float("nan")
         print(
             f"{name:36} {pages!s:>9} {elapsed or float('nan'):8.2f} {rate:8.1f} {wall:7.2f} {(pages or 0) / wall:14.1f}"
+            f" {cpu:6.2f}"
         )
     if plain_elapsed and ours_elapsed and plain_pages and ours_pages:
         ratio = (ours_pages / ours_elapsed) / (plain_pages / plain_elapsed)

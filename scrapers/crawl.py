@@ -325,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from scrapy.crawler import CrawlerProcess
 
+    from lookbench_live.scrapers.extract import warm_up
     from lookbench_live.scrapers.settings import crawl_settings
     from lookbench_live.scrapers.spiders import SPIDERS
 
@@ -360,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         browser_proxy_port=proxy.port if proxy is not None else None,
     )
     settings["LOOKBENCH_SEEN_AT"] = args.seen_at
+    warm_up()  # before the spider opens, not on its first page
     process = CrawlerProcess(settings=settings, install_root_handler=True)
     crawler = process.create_crawler(SPIDERS[site.platform])
     failures: list[str] = []

@@ -13,6 +13,7 @@ through `process_request`, so every hop is checked.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -40,6 +41,7 @@ class RefusedRequest(IgnoreRequest):
         self.detail = detail
 
 
+@functools.lru_cache(maxsize=1024)  # each request asks up to four times (guard, gate, pacer twice)
 def _host(url: str) -> str:
     parts = urlsplit(url)
     return (parts.hostname or "").lower() + (f":{parts.port}" if parts.port else "")

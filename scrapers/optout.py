@@ -96,6 +96,19 @@ def meta_tags(html: str | bytes) -> list[tuple[str, str]]:
     return scanner.metas
 
 
+def may_name_meta(html: str | bytes, names: Iterable[str]) -> bool:
+    """False only when no <meta> that `meta_tags` reads can be named one of `names` (lowercase
+    ASCII): the scanned text spells none of them in any case, and has no numeric character
+    reference (`&#82;`) nor `&fjlig;`, the only ways HTML spells an ASCII letter or hyphen
+    without writing it. Most pages state no opt-out, and this test costs a fraction of parsing
+    their head with html.parser (0.2 ms a page, a tenth of a crawl's CPU per page)."""
+    text = html.decode("utf-8", "replace") if isinstance(html, bytes) else html
+    lowered = text[:MAX_HEAD_CHARS].lower()
+    if "&#" in lowered or "&fjlig" in lowered:
+        return True
+    return any(name in lowered for name in names)
+
+
 def meta_robots_optout(
     html: str | bytes, token: str = "lookbench-live", *, metas: list[tuple[str, str]] | None = None
 ) -> OptOut | None:
@@ -205,7 +218,7 @@ def page_optout(
     means: record the page as rejected with ``reason`` and ``detail``, and take nothing from it.
     """
     found = tdm_header_optout(headers)
-    if found is None and html:
+    if found is None and html and may_name_meta(html, ("robots", token.lower(), "tdm-reservation")):
         metas = meta_tags(html)  # the head is parsed once for both meta checks
         found = meta_robots_optout(html, token, metas=metas) or tdm_meta_optout(html, metas=metas)
     return found or tdmrep_optout(tdmrep_rules, page_url)

@@ -9,7 +9,9 @@ import httpx
 import pytest
 
 from lookbench_live.scrapers.optout import (
+    may_name_meta,
     meta_robots_optout,
+    meta_tags,
     page_optout,
     parse_tdmrep,
     tdm_header_optout,
@@ -86,6 +88,32 @@ def test_page_optout_combines_every_signal():
     # A page that never closes <head> is scanned within the bound, not forever.
     huge = "<html><head>" + "<meta name=x content=y>" * 100_000
     assert page_optout("https://s.example/c/x", html=huge) is None
+
+
+def test_the_head_is_skipped_only_when_no_meta_can_name_an_opt_out():
+    names = ("robots", "lookbench-live", "tdm-reservation")
+    # Any case, character references, a Unicode letter that lowercases to ASCII: read and honoured.
+    for meta in (
+        '<meta name="ROBOTS" content="noai">',
+        '<meta name="&#114;obots" content="noai">',
+        '<meta name="r&#x6F;bots" content="NOAI">',
+        '<meta name="tdm&#45;reservation" content="1">',
+        '<meta name="loo\u212abench-live" content="noimageai">',
+    ):
+        page = f"<html><head><title>x</title>{meta}</head><body></body></html>"
+        assert may_name_meta(page, names), meta
+        assert page_optout("https://s.example/x", html=page) is not None, meta
+        assert page_optout("https://s.example/x", html=page.encode()) is not None, meta
+    assert not may_name_meta("<html><head><meta name='description' content='Robe'></head></html>", names)
+    # Whenever the test says "no", the head scan finds none of the names: every corpus page.
+    pages = sorted((Path(__file__).parent / "corpus" / "payloads").glob("*"))
+    skipped = 0
+    for path in pages:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if not may_name_meta(text, names):
+            skipped += 1
+            assert not {name for name, _ in meta_tags(text)} & set(names), path.name
+    assert len(pages) >= 40 and skipped > 0
 
 
 def _product_page(name: str, head: str = "") -> bytes:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lookbench_live.scrapers.extract.jsonld import parse_tree
+from lookbench_live.scrapers.extract.jsonld import load_scripts, parse_tree
 from lookbench_live.scrapers.extract.looks import extract_looks
 from lookbench_live.scrapers.extract.model import (
     Extraction,
@@ -34,7 +34,19 @@ __all__ = [
     "extract_shopify",
     "extract_woocommerce",
     "parse_datetime",
+    "warm_up",
 ]
+
+
+def warm_up() -> None:
+    """Load what extraction otherwise loads on its first page: extruct (~0.15 s here) and the
+    taxonomy's vocabulary (~0.07 s). A crawl calls this before its spider opens, so the first
+    pages are not held behind an import while the downloader waits."""
+    import extruct  # noqa: F401
+
+    from lookbench_live.schema.taxonomy import default_taxonomy
+
+    default_taxonomy()
 
 
 def decode_body(body: bytes, content_type: str | None = None) -> str:
@@ -85,9 +97,10 @@ def extract_document(text: str, url: str, *, looks: bool = True) -> Extraction:
     tree = parse_tree(text)
     if tree is None:
         return Extraction(platform="html", problems=[Problem("unparsable_html", "empty or not HTML")])
-    result = extract_schema_org(text, url, tree=tree)
+    scripts = load_scripts(tree)
+    result = extract_schema_org(text, url, tree=tree, scripts=scripts)
     if looks:
-        found = extract_looks(text, url, tree=tree)
+        found = extract_looks(text, url, tree=tree, scripts=scripts)
         result.looks = found.looks
         result.problems.extend(
             p for p in found.problems if p.reason not in {q.reason for q in result.problems}

@@ -37,6 +37,11 @@ def jsonld_scripts(tree: lxml_html.HtmlElement) -> list[str]:
     return out
 
 
+def load_scripts(tree: lxml_html.HtmlElement) -> list[tuple[Any, Problem | None]]:
+    """Every JSON-LD script of the page, parsed once: products and looks both read them."""
+    return [load_script(text) for text in jsonld_scripts(tree)]
+
+
 def load_script(text: str) -> tuple[Any, Problem | None]:
     """Parse one script; returns (data or None, problem or None). Empty scripts are (None, None)."""
     if not text or not text.strip():

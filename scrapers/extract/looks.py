@@ -19,8 +19,7 @@ from typing import Any
 from lxml import html as lxml_html
 
 from lookbench_live.scrapers.extract.jsonld import (
-    jsonld_scripts,
-    load_script,
+    load_scripts,
     parse_tree,
     top_nodes,
     type_names,
@@ -37,7 +36,12 @@ def look_id(page_url: str, photo_url: str) -> str:
     return hashlib.sha256(f"{page_url}\n{photo_url}".encode()).hexdigest()[:20]
 
 
-def extract_looks(text: str, url: str, tree: lxml_html.HtmlElement | None = None) -> Extraction:
+def extract_looks(
+    text: str,
+    url: str,
+    tree: lxml_html.HtmlElement | None = None,
+    scripts: list[tuple[Any, Problem | None]] | None = None,
+) -> Extraction:
     out = Extraction(platform="looks")
     tree = tree if tree is not None else parse_tree(text)
     if tree is None:
@@ -61,8 +65,7 @@ def extract_looks(text: str, url: str, tree: lxml_html.HtmlElement | None = None
         if len(out.looks) >= MAX_LOOKS_PER_PAGE:
             out.problems.append(Problem("too_many_looks", f"kept the first {MAX_LOOKS_PER_PAGE}"))
             return out
-    for script in jsonld_scripts(tree):
-        data, problem = load_script(script)
+    for data, problem in load_scripts(tree) if scripts is None else scripts:
         if problem:
             out.problems.append(problem)
         for node in top_nodes(data) if data is not None else []:

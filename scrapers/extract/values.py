@@ -54,6 +54,13 @@ DOT_THOUSANDS_CURRENCIES = frozenset(["IDR", "COP", "CLP", "ARS", "VND", "ISK", 
 _NUMBER = re.compile(r"-?\d[\d.,'\u00a0\u202f ]*")
 
 
+_SCRIPT_STYLE = re.compile(r"<(script|style)\b.*?</\1>", re.S | re.I)
+_LINE_BREAK_TAGS = re.compile(r"<br\s*/?>|</p>|</li>|</div>", re.I)
+_TAG = re.compile(r"<[^>]+>")
+_BLANKS = re.compile(r"[ \t\r\f\v\u00a0\u200b]+")
+_NEWLINE_RUN = re.compile(r"\s*\n\s*")
+
+
 def clean_text(value: Any) -> str | None:
     """Unescape HTML entities (twice-escaped ones too), drop tags, collapse whitespace."""
     if value is None:
@@ -62,17 +69,19 @@ def clean_text(value: Any) -> str | None:
         value = " ".join(str(v) for v in value if v is not None)
     text = str(value)
     for _ in range(2):  # "&amp;quot;" is common in CMS exports
+        if "&" not in text:
+            break
         unescaped = html.unescape(text)
         if unescaped == text:
             break
         text = unescaped
     if "<" in text and ">" in text:
-        text = re.sub(r"<(script|style)\b.*?</\1>", " ", text, flags=re.S | re.I)
-        text = re.sub(r"<br\s*/?>|</p>|</li>|</div>", "\n", text, flags=re.I)
-        text = re.sub(r"<[^>]+>", " ", text)
+        text = _SCRIPT_STYLE.sub(" ", text)
+        text = _LINE_BREAK_TAGS.sub("\n", text)
+        text = _TAG.sub(" ", text)
         text = html.unescape(text)
-    text = re.sub(r"[ \t\r\f\v\u00a0\u200b]+", " ", text)
-    text = re.sub(r"\s*\n\s*", "\n", text).strip()
+    text = _BLANKS.sub(" ", text)
+    text = _NEWLINE_RUN.sub("\n", text).strip()
     return text or None
 
 

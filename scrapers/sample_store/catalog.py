@@ -423,42 +423,76 @@ def monthly_looks(
     looks: list[LookSpec] = []
     start = clock - dt.timedelta(days=LOOKS_LISTED_DAYS)
     year, month = start.year, start.month
+    # Looks of a month share a handful of publication days: their candidate pools are built
+    # once per day, not once per look (a 700x store has 5,600 looks over 50,000 products).
+    pools: dict[dt.datetime, _Pools] = {}
     while dt.datetime(year, month, 1, tzinfo=dt.UTC) <= clock:
         for k in range(per_month):
             moment = dt.datetime(year, month, 9 + (14 * k) // per_month, 10, tzinfo=dt.UTC)
             if start <= moment <= clock and moment >= EPOCH:
-                look = _look_at(f"look-{year}-{month:02d}-{k + 1:02d}", moment, k, history, core)
+                if moment not in pools:
+                    pools[moment] = _Pools(moment, history, core)
+                look = _look_at(f"look-{year}-{month:02d}-{k + 1:02d}", moment, k, pools[moment])
                 if look is not None:
                     looks.append(look)
         year, month = (year + 1, 1) if month == 12 else (year, month + 1)
     return looks
 
 
-def _look_at(
-    look_id: str, moment: dt.datetime, k: int, history: dict[str, ProductSpec], core: list[ProductSpec]
-) -> LookSpec | None:  # fmt: skip
+class _Pools:
+    """What a look published at `moment` may wear, in history order: `recent` (arrived this
+    month) and `older` (drops at least five weeks old, then the core), each filtered by kinds
+    on first use."""
+
+    def __init__(self, moment: dt.datetime, history: dict[str, ProductSpec], core: list[ProductSpec]):
+        live = [
+            p
+            for p in history.values()
+            if p.arrival is not None
+            and p.published_at <= moment
+            # still listed three weeks later: the next monthly crawl finds the products a look links
+            and (p.removed_at is None or p.removed_at > moment + dt.timedelta(days=21))
+            and p.near_copy is None
+        ]
+        # New: arrived this month, after a crawl on the 1st could have seen it, so a look and its
+        # new products are first seen together (an older product is only what it links besides).
+        month_start = moment.replace(day=1, hour=0)
+        self.lists = {
+            "recent": [p for p in live if p.published_at > month_start],
+            "older": [p for p in live if p.published_at <= moment - dt.timedelta(days=35)] + core,
+        }
+        self._by_kinds: dict[tuple[str, tuple[str, ...]], tuple[list[ProductSpec], dict[int, int]]] = {}
+
+    def of(self, which: str, kinds: tuple[str, ...]) -> tuple[list[ProductSpec], dict[int, int]]:
+        """The pool's products of `kinds`, and each one's position (by identity)."""
+        key = (which, kinds)
+        if key not in self._by_kinds:
+            chosen = [p for p in self.lists[which] if _kind_of(p) in kinds]
+            self._by_kinds[key] = (chosen, {id(p): i for i, p in enumerate(chosen)})
+        return self._by_kinds[key]
+
+
+def _kind_of(p: ProductSpec) -> str:
+    return CATEGORIES[p.category][0]
+
+
+def _look_at(look_id: str, moment: dt.datetime, k: int, pools: _Pools) -> LookSpec | None:
     rng = random.Random(f"{SEED}:{look_id}")
-    live = [
-        p
-        for p in history.values()
-        if p.arrival is not None
-        and p.published_at <= moment
-        # still listed three weeks later: the next monthly crawl finds the products a look links
-        and (p.removed_at is None or p.removed_at > moment + dt.timedelta(days=21))
-        and p.near_copy is None
-    ]
-    # New: arrived this month, after a crawl on the 1st could have seen it, so a look and its
-    # new products are first seen together (an older product is only what it links besides).
-    month_start = moment.replace(day=1, hour=0)
-    recent = [p for p in live if p.published_at > month_start]
-    older = [p for p in live if p.published_at <= moment - dt.timedelta(days=35)] + core
+    kind_of = _kind_of
 
-    def kind_of(p: ProductSpec) -> str:
-        return CATEGORIES[p.category][0]
-
-    def pick(pool: list[ProductSpec], kinds: tuple[str, ...], taken: list[ProductSpec]) -> ProductSpec | None:
-        options = [p for p in pool if kind_of(p) in kinds and p not in taken]
-        return options[rng.randrange(len(options))] if options else None
+    def pick(which: str, kinds: tuple[str, ...], taken: list[ProductSpec]) -> ProductSpec | None:
+        # The same draw as choosing from [p for p in pool if kind_of(p) in kinds and p not in
+        # taken]: the index skips the (at most three) taken products' positions.
+        options, position = pools.of(which, kinds)
+        skipped = sorted(position[id(p)] for p in taken if id(p) in position)
+        count = len(options) - len(skipped)
+        if count <= 0:
+            return None
+        index = rng.randrange(count)
+        for pos in skipped:
+            if pos <= index:
+                index += 1
+        return options[index]
 
     bottoms = ("skirt", "trousers", "shorts")
     plans = [
@@ -473,9 +507,9 @@ def _look_at(
         for which, kinds in plan:
             if kinds == ("outer",) and any(kind_of(p) == "outer" for p in chosen):
                 continue  # one coat per look
-            found = pick(recent if which == "recent" else older, kinds, chosen)
+            found = pick(which, kinds, chosen)
             if found is None and not strict:
-                found = pick(older, kinds, chosen)
+                found = pick("older", kinds, chosen)
             if found is None:
                 return None
             chosen.append(found)
