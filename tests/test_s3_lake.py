@@ -582,3 +582,77 @@ def test_two_concurrent_commits_of_one_version_exactly_one_wins_on_s3(
     assert on_s3["created_at"] == winners[0].manifest["created_at"]  # the winner's manifest, not the loser's
     assert verify_release(lake, version) == [] and resolve_version(lake, "latest") == version
     assert not [p for p in raw.find(f"{lake.root}/releases") if "/." in p]
+
+
+def test_publishing_a_release_file_streams_it_in_parts_and_is_conditional_on_s3(
+    bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A noise gallery may be gigabytes: commit copies each staged file to its published path in
+    parts (never whole in memory), as one object that appears whole or not at all, and only
+    where no object is (If-None-Match on the multipart completion)."""
+    lake = Lake(f"s3://{bucket}/lake")
+    raw = _raw_fs()
+    monkeypatch.setattr(release_mod, "PUBLISH_CHUNK", 5 << 20)  # S3's smallest multipart part
+    source, target = f"{bucket}/lake/staging/noise.parquet", f"{bucket}/lake/releases/v1/noise.parquet"
+    raw.pipe_file(source, os.urandom(30 << 20))
+    # Never the whole file at once: no whole-object read, no read or write above one part.
+    largest = [0]
+    real_open = lake.fs.open
+
+    def open_(path, mode="rb", **kw):
+        handle = real_open(path, mode, **kw)
+        for name in ("read", "write"):
+            method = getattr(handle, name)
+
+            def sized(data=-1, _method=method, _name=name):
+                out = _method(data)
+                size = len(out) if _name == "read" else len(data)
+                largest[0] = max(largest[0], size)
+                return out
+
+            setattr(handle, name, sized)
+        return handle
+
+    def whole(*args, **kw):
+        raise AssertionError("a release file was read whole")
+
+    monkeypatch.setattr(lake.fs, "open", open_)
+    monkeypatch.setattr(lake.fs, "cat_file", whole)
+    assert release_mod._publish_file(lake, source, target, exclusive=True)
+    monkeypatch.undo()
+    monkeypatch.setattr(release_mod, "PUBLISH_CHUNK", 5 << 20)
+    assert 0 < largest[0] <= 5 << 20
+    assert raw.cat_file(target) == raw.cat_file(source)
+    assert "-" in raw.info(target)["ETag"]  # a multipart upload's ETag: "<md5>-<parts>"
+    # The key exists: the conditional completion refuses, and the object is unchanged.
+    raw.pipe_file(f"{bucket}/lake/staging/other.parquet", os.urandom(11 << 20))
+    assert not release_mod._publish_file(lake, f"{bucket}/lake/staging/other.parquet", target, exclusive=True)
+    assert raw.cat_file(target) == raw.cat_file(source)
+
+    # A copy that fails halfway publishes nothing, not even a part.
+    class Torn(io.RawIOBase):
+        def __init__(self) -> None:
+            self.left = 3
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer) -> int:
+            if not self.left:
+                raise OSError("the staging store went away")
+            self.left -= 1
+            buffer[: len(buffer)] = b"x" * len(buffer)
+            return len(buffer)
+
+    real_open = lake.fs.open
+    monkeypatch.setattr(
+        lake.fs, "open", lambda path, mode="rb", **kw: Torn() if mode == "rb" else real_open(path, mode, **kw)
+    )
+    torn = f"{bucket}/lake/releases/v1/torn.parquet"
+    with pytest.raises(OSError, match="went away"):
+        release_mod._publish_file(lake, source, torn, exclusive=True)
+    monkeypatch.undo()
+    import gc
+
+    gc.collect()
+    assert not _raw_fs().exists(torn)

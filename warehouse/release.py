@@ -465,6 +465,9 @@ def _put(lake: Lake, staged: StagedRelease, rel: str, data: bytes, rows: int | N
 
 ROW_GROUP_ROWS = 128  # release rows per Parquet row group: the writer's (and readers') memory bound
 HASH_CHUNK = 1 << 20
+# Publishing on an object store copies staged files in parts of this size (S3's multipart
+# minimum is 5 MiB; s3fs buffers one part).
+PUBLISH_CHUNK = 8 << 20
 
 
 def write_rows(handle: Any, rows: list[dict[str, Any]], load_image: Callable[[str], bytes]) -> int:
@@ -667,6 +670,31 @@ def _commit_local(lake: Lake, staging: str, target: str, version: str, exists: b
         shutil.rmtree(trash, ignore_errors=True)
 
 
+def _publish_file(lake: Lake, source: str, path: str, *, exclusive: bool) -> bool:
+    """Copy a staged file to its published path in `PUBLISH_CHUNK` pieces (a noise gallery may be
+    gigabytes: never whole in memory). The object appears whole or not at all: one PUT, or a
+    multipart upload that only its completion makes visible; a failed copy aborts the upload.
+    `exclusive`: a conditional write (If-None-Match: *, on the PUT or on the multipart
+    completion); False when the key already exists."""
+    from lookbench_live.warehouse.lake import _precondition_failed
+
+    out = lake.fs.open(path, "xb" if exclusive else "wb", block_size=PUBLISH_CHUNK)
+    try:
+        with lake.fs.open(source, "rb") as handle:
+            shutil.copyfileobj(handle, out, PUBLISH_CHUNK)
+    except BaseException:
+        out.discard()  # abort the multipart upload: nothing half-copied becomes an object
+        out.closed = True  # and closing later (or garbage collection) must not complete it
+        raise
+    try:
+        out.close()  # the upload completes here
+    except (FileExistsError, OSError) as exc:
+        if exclusive and _precondition_failed(exc):
+            return False
+        raise
+    return True
+
+
 def _commit_object_store(lake: Lake, staged: StagedRelease, manifest_bytes: bytes, exists: bool) -> None:
     """Publish a verified staging folder without rename; `manifest.json` last, put-if-absent.
 
@@ -700,12 +728,12 @@ def _commit_object_store(lake: Lake, staged: StagedRelease, manifest_bytes: byte
         atomic_write_bytes(lake.fs, f"{target}/{MANIFEST}", redirect)
         _fault_point("replace_redirected")
     for rel, entry in staged.files.items():
-        data = lake.fs.cat_file(f"{staging}/{rel}")
         path = f"{target}/{rel}"
         if exists:
-            atomic_write_bytes(lake.fs, path, data)
+            _publish_file(lake, f"{staging}/{rel}", path, exclusive=False)
         elif (
-            not _put_if_absent(lake, path, data) and _sha256_bytes(lake.fs.cat_file(path)) != entry["sha256"]
+            not _publish_file(lake, f"{staging}/{rel}", path, exclusive=True)
+            and file_digest(lake, path)[0] != entry["sha256"]
         ):
             # Another writer is publishing other bytes under this version: it may win, we may not.
             raise ReleaseExists(lake, version)
