@@ -230,6 +230,10 @@ def main() -> None:
     rows: list[tuple[str, float, float, str]] = []
     with Server(root) as server, tempfile.TemporaryDirectory() as tmp:
         print(f"server: {server.kind} on 127.0.0.1:{server.port}", flush=True)
+        if server.kind != "nginx":
+            # The Python server takes a share of the same cores: ratios are not comparable
+            # with the nginx figures in docs/benchmarks.md.
+            print("warning: nginx not found (apt-get install -y nginx); ratios are noisier", file=sys.stderr)
         urls = [f"http://127.0.0.1:{server.port}/{i:06d}.jpg" for i in range(args.images)]
         scratch = Path(tmp)
         if Path(args.i2d).exists():
