@@ -40,7 +40,8 @@ test: setup vllm-venv
 	# The import contract and the public API's types (pyproject [tool.importlinter], [tool.mypy]).
 	$(PY) scripts/package_checks.py imports
 	$(PY) scripts/package_checks.py types
-	LOOKBENCH_REQUIRE_VLLM=1 $(VENV)/bin/pytest -q
+	# Two workers, a test module each at a time: CI stays well under its 30 minutes.
+	LOOKBENCH_REQUIRE_VLLM=1 $(VENV)/bin/pytest -q -n 2 --dist loadfile
 
 lint: setup
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

@@ -225,11 +225,20 @@ def run_generation(
     if progress:
         progress(processed, len(requests))
     generator = image_generator
-    for batch in batched(missing, settings.batch_size):
+    # The plan's own batches, also on a resume: an image's bits depend on its batch-mates
+    # (runner: batched matrix products round differently), so what is missing is never
+    # regrouped. A batch a kill left half committed is generated whole again and only its
+    # missing images are committed: the same bits as an uninterrupted run.
+    for planned in batched(requests, settings.batch_size):
+        batch = [r for r in planned if r.generation_id not in done]
+        if not batch:
+            continue
         if generator is None:
             conditioned = any(r.mode == "ip_adapter" for r in missing)
             generator = load_generator(lake, settings, choice, with_adapter=conditioned)
-        outcomes = _generate_batch(lake, generator, batch)
+        outcomes = _generate_batch(lake, generator, planned)
+        if len(batch) < len(planned):
+            outcomes = [o for o in outcomes if o.request.generation_id not in done]
         if not result.generated:
             _refuse_systematic_failure(outcomes)
         _commit(lake, outcomes, choice, generator, run_id, result, now or utcnow())

@@ -14,10 +14,13 @@ import imagehash
 from PIL import Image, ImageOps
 
 # Bump the suffix when anything in `hash_image` changes.
-HASH_METHOD = f"phash64+dhash64/draft-L-128/imagehash-{imagehash.__version__}/v2"
+HASH_METHOD = f"phash64+dhash64/draft-L-64/small-32/imagehash-{imagehash.__version__}/v3"
 # JPEG draft decodes at 1/2, 1/4 or 1/8 scale, the smallest still at least this size: an
-# 800x1000 photo decodes at 200x250, plenty for a 32x32 pHash and 2-3 times faster than 400x500.
-DRAFT_SIZE = (128, 128)
+# 800x1000 photo decodes at 100x125, enough for a 32x32 pHash and the 64x64 input of
+# `fine_phash`. At 1/8 the decoder skips the inverse DCT's AC terms and the Lanczos resizes
+# shrink 4 times less: 0.5 ms an image less than at 1/4 on the bench's photos (docs/dedup.md
+# re-measures the radius curve at this scale).
+DRAFT_SIZE = (64, 64)
 PHASH_INPUT = 32  # imagehash.phash's own resize target (hash_size 8 x highfreq_factor 4)
 
 
@@ -45,12 +48,13 @@ def hash_image(image: Image.Image) -> ImageHashes:
     gray = image.convert("L")
     # Resize once: phash of the 32x32 image equals phash of `gray` (imagehash resizes to 32x32
     # with the same filter and skips a same-size resize), and mirroring 32x32 pixels instead of
-    # the whole decode is the cheap way to the mirrored hash.
+    # the whole decode is the cheap way to the mirrored hash. dHash's 9x8 comes from the same
+    # 32x32 (a second Lanczos pass over the whole decode cost as much as the first).
     small = gray.resize((PHASH_INPUT, PHASH_INPUT), Image.Resampling.LANCZOS)
     return ImageHashes(
         phash=str(imagehash.phash(small)),
         phash_mirror=str(imagehash.phash(ImageOps.mirror(small))),
-        dhash=str(imagehash.dhash(gray)),
+        dhash=str(imagehash.dhash(small)),
         method=HASH_METHOD,
     )
 

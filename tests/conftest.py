@@ -24,6 +24,14 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
 
+# Under pytest-xdist (`make test` runs two workers) each worker's flows get their own Prefect
+# home: two temporary Prefect APIs migrating and writing one SQLite file at once can lock it.
+# One home per worker, kept between runs, so only a worker's first API pays the migration.
+if os.environ.get("PYTEST_XDIST_WORKER") and "PREFECT_HOME" not in os.environ:
+    _home = Path.home() / ".prefect" / f"pytest-{os.environ['PYTEST_XDIST_WORKER']}"
+    _home.mkdir(parents=True, exist_ok=True)  # Prefect's SQLite cannot open a file in a missing folder
+    os.environ["PREFECT_HOME"] = str(_home)
+
 CLI = str(Path(sys.executable).parent / "lookbench-live")
 
 

@@ -1,8 +1,9 @@
-"""The flows users run: the main job end to end, kill -9 in every stage, backfill, export, Dask, schedule.
+"""The flows users run: the main job end to end, kill -9 in every stage, backfill, export, schedule.
 
 One module-scoped reference run of `lookbench-live refresh` (the README's main job) on the
 embedded default; the other tests compare against it. Every run uses the same sample-store
-port and logical date, because product URLs (and so release rows) contain them.
+port and logical date, because product URLs (and so release rows) contain them. (The sharded Dask
+refresh compares two runs of its own: `test_flows_dask.py`.)
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from flow_fixtures import AS_OF, VERSION, parquet_checksums
+from flow_fixtures import refresh as run_refresh
 
 from lookbench_live.warehouse.lake import Lake
 from lookbench_live.warehouse.release import FILES, read_manifest, resolve_version, verify_release
 
-AS_OF = "2026-12-01"
-VERSION = "v20261201"
 PORT = 48791
 TABLE_KEYS_CHECKED = (
     "products",
@@ -38,21 +39,8 @@ TABLE_KEYS_CHECKED = (
 pytestmark = pytest.mark.slow
 
 
-def refresh(
-    cli: str, home: Path, *extra: str, env: dict[str, str] | None = None, timeout: int = 900, port: int = PORT
-):
-    return subprocess.run(
-        [cli, "refresh", "--home", str(home), "--as-of", AS_OF, "--port", str(port), *extra],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
-
-
-def parquet_checksums(home: Path, version: str = VERSION) -> dict[str, str]:
-    files = read_manifest(Lake(home), version)["files"]
-    return {rel: files[rel]["sha256"] for rel in FILES}
+def refresh(cli: str, home: Path, *extra: str, **options) -> subprocess.CompletedProcess[str]:
+    return run_refresh(cli, home, *extra, **{"port": PORT, **options})
 
 
 @pytest.fixture(scope="module")
@@ -301,108 +289,6 @@ def test_export_to_a_folder_and_a_tar_verifies_at_the_destination(
         timeout=300,
     )
     assert refused.returncode != 0 and "different snapshot" in refused.stderr
-
-
-def test_dask_task_runner_builds_the_same_release(reference: Path, tmp_path: Path, cli: str) -> None:
-    config = tmp_path / "dask.toml"
-    config.write_text('[flows]\ntask_runner = "dask"\ndask_workers = 2\n')
-    home = tmp_path / "lake"
-    run = refresh(cli, home, "--config", str(config), timeout=1200)
-    assert run.returncode == 0, run.stderr[-4000:]
-    assert parquet_checksums(home) == parquet_checksums(reference)
-
-
-def test_a_dask_refresh_over_two_vlm_endpoints_one_killed_builds_the_same_release(
-    tmp_path: Path, cli: str
-) -> None:
-    """Issue 14 §4: a refresh on a local Dask cluster of 2 workers, annotating over 2 vLLM-like
-    endpoints of which one is stopped mid-run, with generation, evaluation embedding and the dedup
-    search also as shards on the workers, publishes the same release bytes and scores as the
-    thread runner over one endpoint (where every one of those stages runs in the flow process)."""
-    import sqlite3
-    import threading
-
-    from lookbench_live.testing.loopback_server import LoopbackServer
-
-    def vlm_config(path: Path, urls: list[str], dask: bool) -> Path:
-        runner = '[flows]\ntask_runner = "dask"\ndask_workers = 2\n' if dask else ""
-        listed = ", ".join(f'"{u}"' for u in urls)
-        shards = "shards = 2\n" if dask else ""  # annotation as 2 tasks on the Dask workers
-        # Generation, evaluation embedding and the dedup search as 2 tasks each on the workers.
-        sharded = "".join(f"[{stage}]\nshards = 2\n" for stage in ("generation", "evaluation", "dedup"))
-        # The loopback VLM answers no street-look truth, so the street subsets come out empty: the
-        # release is committed held (content check X8), with its files and manifest all the same.
-        hold = '[release]\non_shortfall = "hold"\n'
-        path.write_text(
-            f"{runner}{hold}{sharded if dask else ''}"
-            f'[annotation]\nbase_urls = [{listed}]\nmodel = "loopback-vlm"\n{shards}'
-        )
-        return path
-
-    with LoopbackServer(model="loopback-vlm") as one:
-        home_thread = tmp_path / "thread" / "lake"
-        run = refresh(
-            cli,
-            home_thread,
-            "--config",
-            str(vlm_config(tmp_path / "one.toml", [one.base_url], False)),
-            port=PORT + 13,  # both runs: release rows hold the sample store's URLs
-        )
-        assert run.returncode == 0, run.stderr[-4000:]
-        assert one.total > 0
-
-    a, b = LoopbackServer(model="loopback-vlm").start(), LoopbackServer(model="loopback-vlm").start()
-    served_by_a_at_kill: list[int] = []
-    stop = threading.Event()
-
-    def kill_b() -> None:  # b dies once it has answered a few requests; the run goes on
-        while b.total < 5 and not stop.wait(0.005):
-            pass
-        served_by_a_at_kill.append(a.total)
-        b.stop()
-
-    killer = threading.Thread(target=kill_b, daemon=True)
-    killer.start()
-    try:
-        home_dask = tmp_path / "dask" / "lake"
-        config = vlm_config(tmp_path / "two.toml", [a.base_url, b.base_url], True)
-        prefect_home = tmp_path / "prefect"  # its own Prefect database, to read the task runs from
-        run = refresh(
-            cli,
-            home_dask,
-            "--config",
-            str(config),
-            timeout=1500,
-            port=PORT + 13,
-            env={"PREFECT_HOME": str(prefect_home)},
-        )
-    finally:
-        stop.set()
-        killer.join()
-        a.stop()
-    assert run.returncode == 0, run.stderr[-4000:]
-    assert b.total >= 5 and a.total > served_by_a_at_kill[0], "b was not stopped mid-run"
-    with sqlite3.connect(prefect_home / "prefect.db") as db:  # the shards ran as tasks on the workers
-        shard_runs = db.execute(
-            "SELECT name, state_type FROM task_run WHERE name LIKE '%-shard-%'"
-        ).fetchall()
-    states: dict[str, list[str]] = {}
-    for name, state in shard_runs:
-        states.setdefault(name.rsplit("-", 1)[0], []).append(state)
-    assert states.pop("annotate-shard") == ["COMPLETED"] * 4  # 2 passes × 2 shards
-    assert states.pop("generate-shard") == ["COMPLETED"] * 2
-    assert states.pop("embed-shard") == ["COMPLETED"] * 2  # the baseline's images, 2 shards
-    searches = states.pop("dedup-search-shard")  # 2 per range search, 2 searches a pass
-    assert searches == ["COMPLETED"] * len(searches) and len(searches) >= 4 and len(searches) % 2 == 0
-    assert states == {}
-    manifest = read_manifest(Lake(home_dask), VERSION)
-    assert manifest["annotation_mode"] == "vlm"
-    assert manifest["evaluation"] == read_manifest(Lake(home_thread), VERSION)["evaluation"]
-    assert parquet_checksums(home_dask) == parquet_checksums(home_thread)
-    annotated = (
-        Lake(home_dask).read("annotations").select(["sha256", "bbox", "task", "prompt_version"]).to_pylist()
-    )
-    assert len({tuple(r.values()) for r in annotated}) == len(annotated)  # nothing annotated twice
 
 
 def test_secrets_used_by_a_run_appear_in_no_output(tmp_path: Path, cli: str) -> None:

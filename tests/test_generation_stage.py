@@ -256,6 +256,38 @@ def test_an_interrupted_run_resumes_without_regenerating(tmp_path):
     assert {g.run_id for g in rows(lake, "generations")} == {"first", "second"}
 
 
+def test_a_half_committed_batch_is_generated_whole_again_with_the_same_bits(tmp_path, monkeypatch):
+    """A kill between a batch's rows (half of them committed): the rerun makes the plan's batch
+    again, not a regrouping of what is missing, so each image keeps its bits and batch_id."""
+    settings = small_settings(studio_items=3, street_looks=0, gallery_per_item=1, batch_size=4)
+    reference = Lake(tmp_path / "reference")
+    run_generation(reference, settings, taxonomy(), "ref", image_generator=tiny_generator())
+    expected = {g.generation_id: (g.sha256, g.batch_id) for g in rows(reference, "generations")}
+    assert len(expected) >= 6 and len({b for _, b in expected.values()}) >= 2
+
+    lake = Lake(tmp_path / "lake")
+    real_append = Lake.append
+
+    def append_half_then_die(self, records):
+        records = list(records)
+        if records and type(records[0]).__table__ == "generations":
+            real_append(self, records[: len(records) // 2])
+            raise KeyboardInterrupt
+        return real_append(self, records)
+
+    monkeypatch.setattr(Lake, "append", append_half_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        run_generation(lake, settings, taxonomy(), "killed", image_generator=tiny_generator())
+    monkeypatch.setattr(Lake, "append", real_append)
+    half = len(rows(lake, "generations"))
+    assert 0 < half < 4
+
+    result = run_generation(lake, settings, taxonomy(), "rerun", image_generator=tiny_generator())
+    assert result.skipped_existing == half and result.generated == len(expected) - half
+    got = {g.generation_id: (g.sha256, g.batch_id) for g in rows(lake, "generations")}
+    assert got == expected
+
+
 KILLED_RUN = textwrap.dedent(
     """
     import os, signal, sys
