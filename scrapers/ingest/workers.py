@@ -244,6 +244,21 @@ class _Worker:
                 self.process.kill()
 
 
+def _widen_pipe(process: asyncio.subprocess.Process) -> None:
+    """Let the pipe to a worker hold its queue of images (Linux: up to pipe-max-size, 1 MiB by
+    default) instead of 64 KiB: an 80 kB image then goes in one write, not several writes each
+    waiting for the worker to drain the pipe and the event loop to notice."""
+    import fcntl
+
+    setter = getattr(fcntl, "F_SETPIPE_SZ", None)
+    transport = process.stdin.transport if process.stdin is not None else None
+    pipe = transport.get_extra_info("pipe") if transport is not None else None
+    if setter is None or pipe is None:
+        return
+    with contextlib.suppress(OSError):  # a lower pipe-max-size or an unprivileged limit: keep 64 KiB
+        fcntl.fcntl(pipe.fileno(), setter, 1 << 20)
+
+
 class DecodePool:
     """`size` bounded worker processes; `await pool.process(data)` gives `Processed` or `Refused`.
 
@@ -289,6 +304,7 @@ class DecodePool:
             start_new_session=True,  # a Ctrl-C to the run's group is the parent's to handle
         )
         worker = _Worker(process)
+        _widen_pipe(process)
         try:
             async with asyncio.timeout(START_TIMEOUT_S):
                 await worker.send(self.init)
