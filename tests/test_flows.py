@@ -16,6 +16,7 @@ import sys
 import tarfile
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -39,7 +40,8 @@ TABLE_KEYS_CHECKED = (
 pytestmark = pytest.mark.slow
 
 
-def refresh(cli: str, home: Path, *extra: str, **options) -> subprocess.CompletedProcess[str]:
+def refresh(cli: str, home: Path, *extra: str, **options: Any) -> subprocess.CompletedProcess[str]:
+    """`flow_fixtures.refresh` on this module's sample-store port unless `port=` is given."""
     return run_refresh(cli, home, *extra, **{"port": PORT, **options})
 
 
