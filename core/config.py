@@ -299,6 +299,29 @@ class ReleaseSettings(Section):
         return value
 
 
+# A DuckDB size: a number and a unit (`2GiB`, `512MB`), handed to DuckDB as a setting, never as SQL.
+_SIZE = re.compile(r"\d+(\.\d+)?\s*(B|[KMGT]i?B)", re.IGNORECASE)
+
+
+class QuerySettings(Section):
+    """`lookbench-live query`: a statement still running after `timeout` seconds is stopped; memory,
+    spill to disk and threads are bounded (docs/release.md, "Query"). None: the defaults computed
+    from the machine (a quarter of RAM, at most 4 GiB; a quarter of the free temp space, at most
+    8 GiB; at most 4 threads)."""
+
+    timeout: float = Field(default=300.0, gt=0)
+    memory_limit: str | None = None
+    temp_limit: str | None = None  # DuckDB's `max_temp_directory_size`
+    threads: int | None = Field(default=None, ge=1, le=256)
+
+    @field_validator("memory_limit", "temp_limit")
+    @classmethod
+    def _size(cls, value: str | None) -> str | None:
+        if value is not None and not _SIZE.fullmatch(value.strip()):
+            raise ValueError("must be a size such as '2GiB' or '512MB'")
+        return value.strip() if value is not None else None
+
+
 class EvaluationSettings(Section):
     models: list[str] = Field(default_factory=list)  # besides the weight-free baseline
     batch_size: int = Field(default=32, ge=1)
@@ -334,6 +357,7 @@ class Settings(Section):
     annotation: AnnotationSettings = AnnotationSettings()
     judge: JudgeSettings = JudgeSettings()
     release: ReleaseSettings = ReleaseSettings()
+    query: QuerySettings = QuerySettings()
     evaluation: EvaluationSettings = EvaluationSettings()
     flows: FlowSettings = FlowSettings()
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import fsspec
 import pyarrow.parquet as pq
 
+from lookbench_live.schema.release import ReleaseKeyError, check_file_key
 from lookbench_live.warehouse.card import patch_card_rows, patch_croissant_checksums
 from lookbench_live.warehouse.lake import Lake, atomic_write_bytes, parquet_bytes
 from lookbench_live.warehouse.release import MANIFEST, read_manifest, release_dir, resolve_version
@@ -57,7 +58,10 @@ def safe_relative_path(rel: object) -> str:
     segments = rel.split("/")
     if rel == MANIFEST or not all(_SAFE_SEGMENT.fullmatch(s) for s in segments):
         raise ExportError(f"manifest file key {rel!r} is not a safe relative path; refusing to export")
-    return rel
+    try:
+        return check_file_key(rel)  # the one rule for every key read from a manifest
+    except ReleaseKeyError as exc:
+        raise ExportError(f"{exc}; refusing to export") from exc
 
 
 def _snapshot(lake: Lake, version: str) -> tuple[dict, dict[str, bytes]]:

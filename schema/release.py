@@ -74,3 +74,37 @@ SPLIT_NAMES = (*(f"{s}/{split}" for s in SUBSETS for split in SPLITS), f"{NOISE}
 FILES = tuple(f"{name}.parquet" for name in SPLIT_NAMES)
 MANIFEST = "manifest.json"
 LATEST = "LATEST"
+# The other files a release folder holds beside its data files and `manifest.json`: the dataset
+# card, the Croissant file and the release report (docs/release.md, "Layout").
+SIDECARS = ("README.md", "croissant.json", "report.html")
+RELEASE_FILES = frozenset((*FILES, *SIDECARS))
+
+
+class ReleaseKeyError(ValueError):
+    """A key of a manifest's `files` that is not a file of the release format: refused as a path."""
+
+
+def check_file_key(key: object, *, release: str | None = None) -> str:
+    """`key` when it names a file of the release format (`<subset>/<split>.parquet` of `FILES`, or
+    one of `SIDECARS`); else `ReleaseKeyError` naming the release and the key.
+
+    Every key read from a manifest passes here before it becomes a path, a view's name or anything
+    else: the key is compared with our own names, never parsed, so nothing the lake holds (a file
+    name carrying SQL, `../`, an `extra.parquet`) reaches a path or a statement.
+    """
+    if isinstance(key, str) and key in RELEASE_FILES:
+        return key
+    where = f"release {release}: " if release else ""
+    raise ReleaseKeyError(
+        f"{where}manifest file key {key!r} is not a file of the release format "
+        f"(<subset>/<split>.parquet or {', '.join(SIDECARS)}); refused as a path"
+    )
+
+
+def split_of(key: str) -> tuple[str, str]:
+    """(subset, split) of a data file key that `check_file_key` accepted, from our own names."""
+    subset, split = _SPLITS[key]
+    return subset, split
+
+
+_SPLITS = {f"{name}.parquet": tuple(name.split("/")) for name in SPLIT_NAMES}

@@ -101,6 +101,7 @@ def list_releases(home: HomeOption = None) -> None:
     """Committed releases, oldest first, with row counts; `*` marks latest."""
     from lookbench_live.warehouse.lake import Lake
     from lookbench_live.warehouse.release import (
+        DamagedRelease,
         ReleaseError,
         committed_versions,
         read_manifest,
@@ -110,17 +111,33 @@ def list_releases(home: HomeOption = None) -> None:
     lake = Lake(home)
     try:
         latest = resolve_version(lake, "latest")
+    except DamagedRelease as exc:  # named; the releases themselves are still listed
+        typer.echo(f"warning: {exc}", err=True)
+        latest = None
     except ReleaseError:
         latest = None
     for version in committed_versions(lake):
-        rows = sum(read_manifest(lake, version).get("rows", {}).values())
+        try:
+            rows = sum(read_manifest(lake, version).get("rows", {}).values())
+        except DamagedRelease as exc:  # one damaged release is named; the others are listed
+            typer.echo(f"! {version}  damaged: {exc.path} {exc.reason}")
+            continue
         typer.echo(f"{'*' if version == latest else ' '} {version}  {rows} rows")
 
 
 def query(
     sql: Annotated[str, typer.Argument(help="A read-only SQL statement.")],
     format: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            min=0.001,
+            help="Stop the query after this many seconds (default: [query] timeout, 300).",
+        ),
+    ] = None,
     home: HomeOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Run read-only SQL over every lake table and release (DuckDB).
 
@@ -130,12 +147,15 @@ def query(
 
       lookbench-live query "SELECT version, subset, count(*) FROM releases WHERE split='query' GROUP BY ALL" --format csv
     """
+    from lookbench_live.config import load_settings
     from lookbench_live.warehouse.lake import Lake
     from lookbench_live.warehouse.query import run_query
 
     if format not in ("table", "csv", "json"):
         raise typer.BadParameter("--format must be table, csv or json")
-    table = run_query(Lake(home), sql)
+    settings = load_settings(config)
+    limits = settings.query if timeout is None else settings.query.model_copy(update={"timeout": timeout})
+    table = run_query(Lake(home or settings.lake.home), sql, limits)
     # Image bytes are never printed.
     rows = [
         {k: (f"<{len(v)} bytes>" if isinstance(v, bytes) else v) for k, v in row.items()}

@@ -38,7 +38,15 @@ import pyarrow.parquet as pq
 
 from lookbench_live import __version__
 from lookbench_live.schema.records import Rejection
-from lookbench_live.schema.release import FILES, LATEST, MANIFEST, RELEASE_SCHEMA
+from lookbench_live.schema.release import (
+    FILES,
+    LATEST,
+    MANIFEST,
+    RELEASE_FILES,
+    RELEASE_SCHEMA,
+    ReleaseKeyError,
+    check_file_key,
+)
 from lookbench_live.warehouse.assemble import Assembler, Window, materialize, ordered_rows
 from lookbench_live.warehouse.card import croissant_json, dataset_card
 from lookbench_live.warehouse.lake import PARQUET_OPTIONS, Lake, atomic_local_file, atomic_write_bytes
@@ -57,6 +65,7 @@ __all__ = [
     "LATEST",
     "MANIFEST",
     "BuildResult",
+    "DamagedRelease",
     "ReleaseError",
     "ReleaseExists",
     "StagedRelease",
@@ -71,6 +80,21 @@ __all__ = [
 
 class ReleaseError(RuntimeError):
     """A release cannot be built, found or verified; the message names the version or file."""
+
+
+class DamagedRelease(ReleaseError):
+    """A committed release whose manifest cannot be read (empty, not JSON, not an object, files or
+    rows listed wrongly), or a `LATEST` pointer that names no version (`version` is then `LATEST`).
+
+    Readers of one release (query, `release list`, `release verify`) name it and go on with the
+    others; every step that must see all earlier releases (the released-image index, stage,
+    commit, export) stops on it, and nothing is committed on top of a damaged `LATEST`.
+    """
+
+    def __init__(self, version: str, path: str, reason: str):
+        self.version, self.path, self.reason = version, path, reason
+        what = "the LATEST pointer" if version == LATEST else f"release {version}"
+        super().__init__(f"{what} is damaged: {path} {reason}")
 
 
 class ReleaseExists(ReleaseError):
@@ -142,7 +166,7 @@ def _location(lake: Lake, path: str, version: str) -> str | None:
 
 
 def committed_versions(lake: Lake) -> list[str]:
-    """Versions whose manifest exists, oldest first."""
+    """Versions whose manifest exists, oldest first: sound or damaged (`read_manifest` says which)."""
     root = releases_root(lake)
     if not lake.fs.exists(root):
         return []
@@ -160,10 +184,10 @@ def committed_versions(lake: Lake) -> list[str]:
 def resolve_version(lake: Lake, version: str) -> str:
     """`latest` through the LATEST pointer; a named version must be committed."""
     if version == "latest":
-        pointer = lake.path("releases", LATEST)
-        if not lake.fs.exists(pointer):
+        latest = read_latest(lake)
+        if latest is None:
             raise ReleaseError(f"no release is published as latest in {lake.home}; build one first")
-        version = json.loads(lake.fs.cat_file(pointer))["version"]
+        version = latest
     if not lake.fs.exists(f"{_version_path(lake, version)}/{MANIFEST}"):
         kept = [p for p in _listing(lake) if os.path.basename(p).startswith(f".previous-{version}-")]
         if kept:
@@ -183,19 +207,95 @@ def _listing(lake: Lake) -> list[str]:
         return []
 
 
+def read_latest(lake: Lake) -> str | None:
+    """The version `releases/LATEST` names; None when there is no `LATEST`. `DamagedRelease`
+    (naming the file) when it is empty, not JSON or names no valid version: nothing may be
+    published or committed on top of it."""
+    pointer = lake.path("releases", LATEST)
+    try:
+        data = lake.fs.cat_file(pointer)
+    except FileNotFoundError:
+        return None
+    fix = '; write {"version": "vYYYYMMDD"} of a committed release to it, or remove it'
+    if not data.strip():
+        raise DamagedRelease(LATEST, pointer, "is empty" + fix)
+    try:
+        content = json.loads(data)
+    except ValueError as exc:  # not UTF-8, not JSON
+        raise DamagedRelease(LATEST, pointer, f"is not valid JSON ({exc}){fix}") from exc
+    version = content.get("version") if isinstance(content, dict) else None
+    if not isinstance(version, str):
+        raise DamagedRelease(LATEST, pointer, f'holds no "version" string{fix}')
+    try:
+        return check_version(version)
+    except ReleaseError as exc:
+        raise DamagedRelease(LATEST, pointer, f"names {version!r}, not a release version{fix}") from exc
+
+
+def parse_manifest(data: bytes, version: str, path: str) -> dict[str, Any]:
+    """A manifest's content, checked for the shape readers rely on (an object whose `files` maps
+    keys to entries and whose `rows` maps keys to counts); `DamagedRelease` naming `path` else.
+    The keys themselves are checked where they are used, by `check_file_key`."""
+    if not data.strip():
+        raise DamagedRelease(version, path, "is empty")
+    try:
+        manifest = json.loads(data)
+    except ValueError as exc:  # not UTF-8, not JSON
+        raise DamagedRelease(version, path, f"is not valid JSON ({exc})") from exc
+    if not isinstance(manifest, dict):
+        raise DamagedRelease(version, path, f"holds a JSON {type(manifest).__name__}, not an object")
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not all(isinstance(entry, dict) for entry in files.values()):
+        raise DamagedRelease(version, path, "has no `files` object of file entries")
+    rows = manifest.get("rows", {})
+    if not isinstance(rows, dict) or not all(type(n) is int and n >= 0 for n in rows.values()):
+        raise DamagedRelease(version, path, "has a `rows` that is not an object of row counts")
+    return manifest
+
+
 def read_manifest(lake: Lake, version: str) -> dict[str, Any]:
+    """The committed release's manifest; `ReleaseError` when it is missing, `DamagedRelease`
+    (naming the file) when it cannot be read (`parse_manifest`)."""
     path = f"{release_dir(lake, version)}/{MANIFEST}"
     try:
-        manifest: dict[str, Any] = json.loads(lake.fs.cat_file(path))
+        data = lake.fs.cat_file(path)
     except FileNotFoundError as exc:
         raise ReleaseError(f"release {version}: {MANIFEST} is missing") from exc
-    return manifest
+    except (IsADirectoryError, NotADirectoryError) as exc:
+        raise DamagedRelease(version, path, "is not a file") from exc
+    return parse_manifest(data, version, path)
+
+
+def check_earlier_releases(lake: Lake, version: str) -> None:
+    """Every committed release before `version` has a readable manifest whose keys are files of
+    the release format, and `LATEST` is sound: else `DamagedRelease` naming the first that is not.
+    For the steps that must see all earlier releases (stage, commit): they fail closed."""
+    read_latest(lake)
+    for earlier in committed_versions(lake):
+        if earlier < version:
+            manifest_files(lake, earlier, read_manifest(lake, earlier))
+
+
+def manifest_files(lake: Lake, version: str, manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The manifest's `files`, every key a file of the release format (`check_file_key`); a key
+    that is not one makes the release `DamagedRelease` (for the steps that fail closed)."""
+    files: dict[str, dict[str, Any]] = manifest["files"]
+    for key in files:
+        try:
+            check_file_key(key, release=version)
+        except ReleaseKeyError as exc:
+            path = f"{release_dir(lake, version)}/{MANIFEST}"
+            raise DamagedRelease(version, path, f"lists {key!r}, not a file of the release format") from exc
+    return files
 
 
 def counted_index(lake: Lake, *, before: str | None = None) -> ReleasedIndex:
     """Published images of committed releases older than `before` whose gate passed or had none."""
     versions = [v for v in committed_versions(lake) if before is None or v < before]
-    return released_index(lake, ((v, release_dir(lake, v), read_manifest(lake, v)) for v in versions))
+    manifests = {v: read_manifest(lake, v) for v in versions}  # a damaged release stops it, named
+    for v, manifest in manifests.items():
+        manifest_files(lake, v, manifest)
+    return released_index(lake, ((v, release_dir(lake, v), manifests[v]) for v in versions))
 
 
 def released_sha256s(lake: Lake, *, before: str | None = None) -> dict[str, str]:
@@ -348,6 +448,7 @@ def stage_release(
     """
     taxonomy = _taxonomy(taxonomy)
     version = check_version(version or version_for(dt.datetime.now(dt.UTC).date()))
+    check_earlier_releases(lake, version)  # a damaged release or LATEST: refused before any work
     reconcile_releases(lake)
     target = _version_path(lake, version)
     if lake.fs.exists(f"{target}/{MANIFEST}") and not replace:
@@ -584,6 +685,7 @@ def commit_release(
     `ReleaseExists` when the version was committed meanwhile and `staged.replace` is false.
     """
     version, target = staged.version, staged.target
+    check_earlier_releases(lake, version)  # nothing is committed on top of a damaged LATEST
     extra: dict[str, Any] = dict(extra_manifest or {})
     gate = extra.get("gate")
     if isinstance(gate, dict) and gate.get("passed") is False:
@@ -782,20 +884,27 @@ def verify_path(lake: Lake, base: str) -> list[str]:
     that disagrees with the Parquet footer are each a fault.
     """
     problems: list[str] = []
+    path = f"{base}/{MANIFEST}"
     try:
-        manifest = json.loads(lake.fs.cat_file(f"{base}/{MANIFEST}"))
+        manifest = parse_manifest(lake.fs.cat_file(path), os.path.basename(base.rstrip("/")), path)
     except FileNotFoundError:
         return [f"{MANIFEST} is missing"]
-    except json.JSONDecodeError as exc:
-        return [f"{MANIFEST} is not valid JSON ({exc})"]
-    listed: dict[str, dict[str, Any]] = manifest.get("files") or {}
+    except DamagedRelease as exc:
+        return [f"{MANIFEST} {exc.reason}"]
+    listed: dict[str, dict[str, Any]] = manifest["files"]
     if not listed:
         problems.append(f"{MANIFEST} lists no files")
     present = set(_list_files(lake, base)) - {MANIFEST}
+    for rel in sorted(set(present) - set(listed)):
+        problems.append(f"{rel} is not listed in {MANIFEST} (extra file)")
+    for rel in sorted(listed):
+        try:
+            check_file_key(rel)
+        except ReleaseKeyError:  # never used as a path: not hashed, not opened
+            problems.append(f"{MANIFEST} lists {rel!r}, which is not a file of the release format")
+    listed = {rel: entry for rel, entry in listed.items() if rel in RELEASE_FILES}
     for rel in sorted(set(listed) - present):
         problems.append(f"{rel} is listed in {MANIFEST} but missing")
-    for rel in sorted(present - set(listed)):
-        problems.append(f"{rel} is not listed in {MANIFEST} (extra file)")
     for rel in sorted(set(listed) & present):
         sha, size = file_digest(lake, f"{base}/{rel}")  # in chunks: a noise file may be gigabytes
         entry = listed[rel]
