@@ -39,6 +39,7 @@ from lookbench_live.warehouse.release import (
     ReleaseError,
     ReleaseExists,
     StagedRelease,
+    check_earlier_releases,
     commit_release,
     committed_versions,
     gate_passed,
@@ -567,6 +568,8 @@ def _execute(
     with lake.writer_lock("flow"):
         # Only one flow writes at a time; what a killed run left half-written is swept first.
         lake.reconcile()
+        if "release" in selected:  # a damaged earlier release or LATEST: refused before any work (X14)
+            check_earlier_releases(lake, spec_args["version"])
         with stages.serve_sample_store(settings, port, spec_args["as_of"]) as store_url:
             spec = _make_spec(flow_name, settings, store_url=store_url, **spec_args)
             summary = run_pipeline(spec, settings, selected, replace=replace)

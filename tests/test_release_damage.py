@@ -233,3 +233,21 @@ def test_nothing_is_committed_on_top_of_a_damaged_latest(lake: Lake, cli: str, p
     with pytest.raises(DamagedRelease, match=str(latest)):
         resolve_version(lake, "latest")
     assert run_query(lake, "SELECT count(*) AS n FROM releases").column("n").to_pylist()[0] > 0
+
+
+def test_the_refresh_flow_refuses_a_damaged_latest_before_any_work(lake: Lake) -> None:
+    from lookbench_live.flows.refresh import refresh_flow
+
+    _build(lake)
+    latest = Path(lake.path("releases", LATEST))
+    latest.write_bytes(b"")
+    before = _lake_files(lake)
+    with pytest.raises(DamagedRelease, match=str(latest)):
+        refresh_flow.fn(home=lake.home, as_of="2026-12-20")  # the flow's body: no Prefect server needed
+    assert _lake_files(lake) == before, "the flow worked (crawled, wrote) before refusing"
+
+
+def _lake_files(lake: Lake) -> list[str]:
+    """Every file of the lake but the writer lock's (which stays, released)."""
+    files = (p.relative_to(lake.home) for p in Path(lake.home).rglob("*") if p.is_file())
+    return sorted(str(p) for p in files if p.parts[0] != "locks")
