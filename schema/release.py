@@ -103,8 +103,9 @@ def check_file_key(key: object, *, release: str | None = None) -> str:
 
 def split_of(key: str) -> tuple[str, str]:
     """(subset, split) of a data file key that `check_file_key` accepted, from our own names."""
-    subset, split = _SPLITS[key]
-    return subset, split
+    return _SPLITS[key]
 
 
-_SPLITS = {f"{name}.parquet": tuple(name.split("/")) for name in SPLIT_NAMES}
+_SPLITS = {f"{s}/{split}.parquet": (s, split) for s in SUBSETS for split in SPLITS} | {
+    f"{NOISE}/gallery.parquet": (NOISE, "gallery")
+}

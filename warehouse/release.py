@@ -42,7 +42,6 @@ from lookbench_live.schema.release import (
     FILES,
     LATEST,
     MANIFEST,
-    RELEASE_FILES,
     RELEASE_SCHEMA,
     ReleaseKeyError,
     check_file_key,
@@ -895,17 +894,18 @@ def verify_path(lake: Lake, base: str) -> list[str]:
     if not listed:
         problems.append(f"{MANIFEST} lists no files")
     present = set(_list_files(lake, base)) - {MANIFEST}
-    for rel in sorted(set(present) - set(listed)):
-        problems.append(f"{rel} is not listed in {MANIFEST} (extra file)")
+    refused = set()
     for rel in sorted(listed):
         try:
             check_file_key(rel)
         except ReleaseKeyError:  # never used as a path: not hashed, not opened
+            refused.add(rel)
             problems.append(f"{MANIFEST} lists {rel!r}, which is not a file of the release format")
-    listed = {rel: entry for rel, entry in listed.items() if rel in RELEASE_FILES}
-    for rel in sorted(set(listed) - present):
+    for rel in sorted(set(listed) - present - refused):
         problems.append(f"{rel} is listed in {MANIFEST} but missing")
-    for rel in sorted(set(listed) & present):
+    for rel in sorted(present - set(listed)):
+        problems.append(f"{rel} is not listed in {MANIFEST} (extra file)")
+    for rel in sorted((set(listed) - refused) & present):
         sha, size = file_digest(lake, f"{base}/{rel}")  # in chunks: a noise file may be gigabytes
         entry = listed[rel]
         if size != entry.get("size") or sha != entry.get("sha256"):
