@@ -85,6 +85,18 @@ class FragmentError(LakeError):
         )
 
 
+class ImageCorrupt(LakeError):
+    """An image file whose bytes no longer hash to its name (a flipped byte, a truncated copy, a
+    file replaced by hand): the lake's copy is damaged and is never published."""
+
+    def __init__(self, sha256: str, path: str, actual: str):
+        self.sha256, self.path, self.actual = sha256, path, actual
+        super().__init__(
+            f"image {sha256} is damaged: the bytes at {path} hash to {actual}, not to their name; "
+            "restore the file from a backup or the original (ingest stores the same bytes again)"
+        )
+
+
 def resolve_home(home: str | os.PathLike[str] | None = None) -> str:
     """The storage root: the argument, else `LOOKBENCH_HOME`, else `./lookbench-data`."""
     value = str(home) if home is not None else os.environ.get("LOOKBENCH_HOME", DEFAULT_HOME)
@@ -213,6 +225,15 @@ class Lake:
             data: bytes = self.fs.cat_file(self.image_path(sha256))
         except FileNotFoundError as exc:
             raise LakeError(f"image {sha256} is not in the lake at {self.home}") from exc
+        return data
+
+    def get_verified_image(self, sha256: str) -> bytes:
+        """The image's bytes, re-hashed against their content-address name (X13): what goes into
+        a release is exactly what was stored. Raises `ImageCorrupt` when they differ."""
+        data = self.get_image(sha256)
+        actual = hashlib.sha256(data).hexdigest()
+        if actual != sha256:
+            raise ImageCorrupt(sha256, self.image_path(sha256), actual)
         return data
 
     # ------------------------------------------------------------------ tables
