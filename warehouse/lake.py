@@ -14,6 +14,10 @@ Guarantees a stage can rely on:
   repeated within the call, are not written again, so rerunning a stage adds nothing.
 - Only one process writes a table at a time (the flow's process); Dask or Ray workers
   return records to it. Many processes may read.
+- Bytes are checked when read: fragments carry Parquet page checksums and a footer checked
+  against itself, so a flipped byte is an unreadable fragment, never other values (skipped and
+  reported; in a compliance table, `FragmentError`: the table fails closed); image bytes
+  read for a release are re-hashed against their name (`get_verified_image`).
 """
 
 from __future__ import annotations
