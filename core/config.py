@@ -14,9 +14,18 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 
 class ConfigError(ValueError):
@@ -24,7 +33,27 @@ class ConfigError(ValueError):
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # hide_input_in_errors: a validation error never carries the value it refused (pydantic's
+    # `input_value=`), so a secret pasted into the wrong setting is not echoed by a traceback
+    # (LOOKBENCH_DEBUG=1) or a log either (X11).
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
+
+ENV_VAR_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
+
+
+def _env_var_name(value: str) -> str:
+    # The message never repeats the value: what was pasted here may be the secret itself.
+    if not ENV_VAR_NAME.fullmatch(value):
+        raise ValueError(
+            "must be the NAME of an environment variable (capital letters, digits and '_', e.g. "
+            "OPENAI_API_KEY), never the secret itself; the value given is not shown"
+        )
+    return value
+
+
+# Every `*_env` setting: the name of the environment variable that holds a secret (X11).
+EnvVarName = Annotated[str, AfterValidator(_env_var_name)]
 
 
 class LakeSettings(Section):
@@ -55,6 +84,16 @@ class SiteSettings(Section):
     def _safe_name(cls, value: str) -> str:
         if not value or not all(c.isalnum() or c in "-_." for c in value):
             raise ValueError("site names use letters, digits, '-', '_' and '.' only")
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _site_url(cls, value: str, info: ValidationInfo) -> str:
+        # Checked at load, not at crawl (a `file://` base_url used to fail there with a traceback).
+        site = info.data.get("name", "?")
+        problem = _url_problem(value)
+        if problem:
+            raise ValueError(f"site {site!r}: base_url {problem}")
         return value
 
 
@@ -197,7 +236,7 @@ class AnnotationSettings(Section):
     # 1: annotation runs in the flow process.
     shards: int = Field(default=1, ge=1, le=256)
     model: str = "Qwen/Qwen2.5-VL-72B-Instruct"
-    api_key_env: str = "VLLM_API_KEY"
+    api_key_env: EnvVarName = "VLLM_API_KEY"
     max_pixels: int = Field(default=1024 * 28 * 28, gt=0)
     concurrency: int = Field(default=16, ge=1, le=1024)
     timeout: float = Field(default=120.0, gt=0)
@@ -242,15 +281,33 @@ class AnnotationSettings(Section):
         return first + [u for u in self.base_urls if u not in first]
 
 
+def _url_problem(url: str) -> str | None:
+    """Why `url` is not a usable http(s) URL with a host, or None. The reason never repeats the
+    URL: one that carries credentials (`user:password@`) would put them in logs and manifests."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a malformed port
+    except ValueError:
+        return "is not a valid URL"
+    if parts.scheme not in ("http", "https"):
+        return "is not an http(s) URL (http:// or https:// only)"
+    if not parts.hostname:
+        return "is not an http(s) URL with a host (http(s)://host/...)"
+    if parts.username is not None or parts.password is not None:
+        return "must not carry credentials (user:password@); the value given is not shown"
+    return None
+
+
 def _check_url(url: str) -> None:
-    if not url.startswith(("http://", "https://")) or len(url) <= len("https://"):
-        raise ValueError(f"{url!r} is not an http(s) URL")
+    problem = _url_problem(url)
+    if problem:
+        raise ValueError(f"the URL {problem}")
 
 
 class JudgeSettings(Section):
     base_url: str | None = None  # None with no key: the audit is skipped and the manifest says so
     model: str = "gpt-5.1"
-    api_key_env: str = "OPENAI_API_KEY"
+    api_key_env: EnvVarName = "OPENAI_API_KEY"
     ci_half_width: float = Field(default=0.03, gt=0, lt=0.5)
     min_accuracy: float = Field(default=0.90, ge=0, le=1)
     max_items: int = Field(default=500, ge=1)
@@ -266,6 +323,13 @@ class JudgeSettings(Section):
     retry_base_delay: float = Field(default=0.5, ge=0)
     retry_max_delay: float = Field(default=30.0, ge=0)
     confidence: float = Field(default=0.95, gt=0, lt=1)  # of the Wilson intervals and the sample size
+
+    @field_validator("base_url")
+    @classmethod
+    def _one_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            _check_url(value)
+        return value
 
 
 class ReleaseSettings(Section):

@@ -82,6 +82,40 @@ def _print_gap(out: dict[str, Any]) -> None:
     Console().print(table)
 
 
+def _verified(lake: Any, versions: list[str], allow_unverified: bool) -> tuple[list[str], bool]:
+    """Verify each release before it is scored (X13): a tampered or damaged release gives scores
+    nobody should trust. One that fails stops the command (exit 1) naming its first fault, unless
+    `--allow-unverified`; then a warning, and the caller prints the scores without recording
+    them (False). Returns the versions resolved (`latest` named once, so the release scored is
+    the one verified) and whether every one verified."""
+    from lookbench_live.warehouse.release import resolve_version, verify_release
+
+    verified, out = True, []
+    for version in versions:
+        resolved = resolve_version(lake, version)
+        out.append(resolved)
+        problems = verify_release(lake, resolved)
+        if not problems:
+            continue
+        where = f"release {resolved} fails verification: {problems[0]}" + (
+            f" (and {len(problems) - 1} more; `lookbench-live release verify {resolved}` lists them)"
+            if len(problems) > 1
+            else ""
+        )
+        if not allow_unverified:
+            typer.echo(
+                f"error: {where}; refusing to score it (--allow-unverified scores it anyway)", err=True
+            )
+            raise typer.Exit(1)
+        typer.echo(
+            f"warning: {where}; scoring it anyway (--allow-unverified): the scores are printed, "
+            "not recorded in the evaluations table",
+            err=True,
+        )
+        verified = False
+    return out, verified
+
+
 def evaluate(
     version: Annotated[str, typer.Argument(help="vYYYYMMDD or latest.")] = "latest",
     releases: Annotated[
@@ -108,6 +142,14 @@ def evaluate(
     trust_remote_code: Annotated[
         bool, typer.Option(help="Allow model code from the model folder (GR-Lite).")
     ] = False,
+    allow_unverified: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unverified",
+            help="Score a release that fails `release verify` anyway (a warning; the scores are "
+            "printed, not recorded).",
+        ),
+    ] = False,
     home: HomeOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -132,9 +174,18 @@ def evaluate(
         pass
     if releases is not None:
         _evaluate_range(
-            lake, settings, releases, model, embeddings, _parse_date(after), trust_remote_code, as_json
+            lake,
+            settings,
+            releases,
+            model,
+            embeddings,
+            _parse_date(after),
+            trust_remote_code,
+            as_json,
+            allow_unverified,
         )
         return
+    (version,), record = _verified(lake, [version], allow_unverified)
     result = evaluate_release(
         lake,
         version,
@@ -147,9 +198,10 @@ def evaluate(
         device=s.device,
         write=False,
     )
-    # Scoring may take long; the writer lock is held only for the append.
-    with lake.writer_lock("evaluate"):
-        lake.append(evaluation_records(result))
+    if record:
+        # Scoring may take long; the writer lock is held only for the append.
+        with lake.writer_lock("evaluate"):
+            lake.append(evaluation_records(result))
     if as_json:
         typer.echo(json.dumps(result, indent=2))
     else:
@@ -165,6 +217,7 @@ def _evaluate_range(
     after: dt.date | None,
     trust_remote_code: bool,
     as_json: bool,
+    allow_unverified: bool = False,
 ) -> None:
     from lookbench_live.evaluation.contamination import evaluate_range, resolve_range
     from lookbench_live.evaluation.evaluate import evaluation_records
@@ -175,6 +228,7 @@ def _evaluate_range(
         versions = resolve_range(lake, releases)
     except ReleaseError as exc:
         raise typer.BadParameter(str(exc), param_hint="--releases") from exc
+    versions, record = _verified(lake, versions, allow_unverified)
     out = evaluate_range(
         lake,
         versions,
@@ -186,9 +240,10 @@ def _evaluate_range(
         chunk_size=s.chunk_size,
         device=s.device,
     )
-    with lake.writer_lock():
-        for result in out["releases"]:
-            lake.append(evaluation_records(result))
+    if record:
+        with lake.writer_lock():
+            for result in out["releases"]:
+                lake.append(evaluation_records(result))
     if as_json:
         typer.echo(json.dumps(out, indent=2))
         return

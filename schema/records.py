@@ -438,3 +438,9 @@ TABLES: dict[str, type[Record]] = {
         Takedown,
     )
 }
+# Compliance tables fail closed (X10): a fragment of one that cannot be read stops every step
+# that reads the table (`warehouse.lake.FragmentError`), where other tables skip and report it.
+# Takedowns are the one such table: the opt-outs are settings (`dedup.opt_out_*`), and a page's
+# or image's opt-out is a rejection or dedup decision whose loss drops the image, never
+# releases it.
+COMPLIANCE_TABLES: frozenset[str] = frozenset({Takedown.__table__})

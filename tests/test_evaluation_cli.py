@@ -87,3 +87,26 @@ def test_evaluate_a_range_of_releases_with_the_contamination_gap(cli, lake):
         assert gap == round(before[metric] - after[metric], 4)
     bad = run(cli, "evaluate", "--releases", "v20990101..latest", "--home", lake.home)
     assert bad.returncode != 0 and "no committed release" in bad.stderr
+
+
+def test_evaluate_refuses_a_release_that_fails_verification(cli, lake):
+    """X13: a tampered release is not scored (exit 1, naming the fault); --allow-unverified scores
+    it with a warning and records nothing in the leaderboard."""
+    from pathlib import Path
+
+    target = Path(lake.path("releases", V, "real_studio_flat", "gallery.parquet"))
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    target.write_bytes(bytes(data))
+    refused = run(cli, "evaluate", "latest", "--json", "--home", lake.home)
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert f"release {V} fails verification" in refused.stderr
+    assert "real_studio_flat/gallery.parquet" in refused.stderr and "Traceback" not in refused.stderr
+    ranged = run(cli, "evaluate", "--releases", "all", "--home", lake.home)
+    assert ranged.returncode == 1 and "fails verification" in ranged.stderr
+    anyway = run(cli, "evaluate", "latest", "--json", "--allow-unverified", "--home", lake.home)
+    assert anyway.returncode == 0, anyway.stderr
+    assert "warning:" in anyway.stderr and "not recorded" in anyway.stderr
+    assert json.loads(anyway.stdout)["release"] == V
+    board = run(cli, "leaderboard", "--json", "--home", lake.home)
+    assert json.loads(board.stdout) == []

@@ -82,6 +82,21 @@ def test_robots_redirects_are_bounded() -> None:
     assert fetch({**six, "/img.jpg": Route(body=IMAGE)})[0] == "robots_unreachable"
 
 
+def test_a_long_redirect_chain_is_too_many_redirects_and_only_a_loop_is_a_loop() -> None:
+    # X20 trap: a 6-hop chain to distinct URLs was reported as `redirect_loop`.
+    chain = {f"/c{i}": Route(status=302, headers={"Location": f"/c{i + 1}"}) for i in range(6)}
+    outcome, hits = fetch({**chain, "/c6": Route(body=IMAGE)}, "/c0")
+    assert outcome == "too_many_redirects"
+    assert hits.get("/c6", 0) == 0 and hits["/c5"] == 1  # max_redirects (5) hops followed, no more
+    # Five hops are within the limit.
+    assert fetch({**chain, "/c6": Route(body=IMAGE)}, "/c1")[0] == "ok"
+    loop = {
+        "/a": Route(status=302, headers={"Location": "/b"}),
+        "/b": Route(status=302, headers={"Location": "/a"}),
+    }
+    assert fetch(loop, "/a")[0] == "redirect_loop"
+
+
 def test_robots_rules_past_500_kib_are_dropped() -> None:
     # C7: a 2 MB robots.txt; the rule inside the first 500 KiB applies, the one after does not.
     padding = b"# " + b"x" * 1000 + b"\n"

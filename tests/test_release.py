@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -13,13 +14,14 @@ from pathlib import Path
 
 import duckdb
 import lakefill
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
 from lookbench_live.schema.release import PUBLISHED_COLUMNS, SUBSETS
 from lookbench_live.warehouse.assemble import Window
-from lookbench_live.warehouse.lake import Lake
+from lookbench_live.warehouse.lake import ImageCorrupt, Lake
 from lookbench_live.warehouse.release import (
     FILES,
     ReleaseError,
@@ -177,6 +179,53 @@ def test_verify_names_altered_missing_and_extra_files(lake: Lake) -> None:
     (base / "manifest.json").unlink()
     with pytest.raises(ReleaseError):
         resolve_version(lake, "v20261201")
+
+
+def _damaged(data: bytes) -> bytes:
+    """The bytes with one bit flipped past the JPEG header: Pillow still opens them."""
+    out = bytearray(data)
+    out[len(out) // 2] ^= 0x10
+    return bytes(out)
+
+
+def test_a_damaged_lake_image_is_never_packed_into_a_release(lake: Lake) -> None:
+    """X13: image bytes read for a release are re-hashed against their name; a rebuild over a
+    damaged file stops naming it, and the published release stays as it was."""
+    build(lake)
+    base = Path(lake.path("releases", "v20261201"))
+    manifest = (base / "manifest.json").read_bytes()
+    row = pq.read_table(base / "real_studio_flat" / "gallery.parquet").to_pylist()[0]
+    stored = Path(lake.image_path(row["sha256"]))
+    stored.write_bytes(_damaged(stored.read_bytes()))
+    Image.open(stored).load()  # still a decodable JPEG: only the hash tells
+    with pytest.raises(ImageCorrupt) as raised:
+        build(lake, replace=True)
+    assert raised.value.sha256 == row["sha256"] and str(stored) in str(raised.value)
+    assert (base / "manifest.json").read_bytes() == manifest
+    assert verify_release(lake, "v20261201") == []
+
+
+def test_verify_rehashes_every_rows_image_bytes(lake: Lake) -> None:
+    """X13: a file that matches its manifest can still hold bytes that are not the images its
+    rows name (what a build that packed a damaged image wrote); verify re-hashes each row."""
+    build(lake)
+    base = Path(lake.path("releases", "v20261201"))
+    rel = "real_streetlook/query.parquet"
+    table = pq.read_table(base / rel)
+    rows = table.to_pylist()
+    rows[1]["raw_image"] = {**rows[1]["raw_image"], "bytes": _damaged(rows[1]["raw_image"]["bytes"])}
+    sink = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), sink)
+    (base / rel).write_bytes(sink.getvalue())
+    manifest = json.loads((base / "manifest.json").read_text())
+    manifest["files"][rel].update(
+        sha256=hashlib.sha256(sink.getvalue()).hexdigest(), size=len(sink.getvalue())
+    )
+    (base / "manifest.json").write_text(json.dumps(manifest))
+    problems = verify_release(lake, "v20261201")
+    assert problems == [
+        f"{rel} row 1: its raw_image bytes do not hash to its raw_sha256 {rows[1]['raw_sha256']}"
+    ]
 
 
 def test_cli_verify_exit_status_names_the_file(lake: Lake, cli: str) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
+import subprocess
 import tarfile
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from test_release import build
 from typer.testing import CliRunner
 
 from lookbench_live.flows.export import ExportError, export_release
-from lookbench_live.warehouse.lake import Lake
+from lookbench_live.warehouse.lake import FragmentError, Lake
 from lookbench_live.warehouse.takedown import (
     TakedownError,
     TakedownList,
@@ -178,3 +180,78 @@ def test_bad_requests_are_refused_and_entries_are_idempotent(lake: Lake, tmp_pat
     assert lake.read("takedowns").num_rows == 1
     assert normalize_url("HTTPS://Shop.Example:443/p/x/?a=1#top") == "https://shop.example/p/x?a=1"
     assert releases_holding(lake, TakedownList.from_records(entries_for(sha256="e" * 64))) == {}
+
+
+def _damaged_takedowns(lake: Lake) -> tuple[str, str]:
+    """Take down a published gallery item, then cut the takedowns fragment short (X10);
+    returns the item and the fragment's path."""
+    item, row = _a_gallery_item(lake)
+    add_takedowns(lake, entries_for(sha256=row["sha256"], reason="owner #9"))
+    (fragment,) = Path(lake.table_dir("takedowns")).glob("part-*.parquet")
+    fragment.write_bytes(fragment.read_bytes()[: fragment.stat().st_size // 2])
+    return item, str(fragment)
+
+
+def _released_shas(base: Path) -> set[str]:
+    return {r["sha256"] for r in _rows(base, "real_studio_flat/gallery.parquet")}
+
+
+def test_a_damaged_takedowns_fragment_stops_every_step_that_reads_it(lake: Lake, tmp_path: Path) -> None:
+    """X10: the list fails closed. Reading it, listing it, adding to it, building a release and
+    exporting one each stop naming the fragment; nothing taken down is published or exported."""
+    _, fragment = _damaged_takedowns(lake)
+    reader = Lake(lake.home)
+    with pytest.raises(FragmentError) as raised:
+        reader.read("takedowns")
+    assert raised.value.path == fragment and raised.value.table == "takedowns"
+    # A query that skipped it (other tables' policy) does not hide it from the next read.
+    reader.dataset("takedowns")
+    with pytest.raises(FragmentError):
+        reader.read("takedowns")
+    with pytest.raises(FragmentError):
+        add_takedowns(Lake(lake.home), entries_for(sha256="e" * 64))
+
+    before = (Path(lake.path("releases", VERSION)) / "manifest.json").read_bytes()
+    with pytest.raises(FragmentError, match="takedowns"):
+        build(Lake(lake.home), VERSION, replace=True)
+    assert (Path(lake.path("releases", VERSION)) / "manifest.json").read_bytes() == before
+    assert not [p for p in Path(lake.path("releases")).iterdir() if p.name.startswith(".staging-")]
+
+    dest = tmp_path / "share"
+    with pytest.raises(FragmentError):
+        export_release(Lake(lake.home), VERSION, str(dest))
+    assert not dest.exists()
+
+
+def test_the_cli_refuses_to_list_or_export_a_damaged_takedown_list(
+    lake: Lake, tmp_path: Path, cli: str
+) -> None:
+    _, fragment = _damaged_takedowns(lake)
+    env = {**os.environ, "LOOKBENCH_HOME": lake.home}
+    listed = subprocess.run([cli, "takedown", "list"], capture_output=True, text=True, env=env, timeout=120)
+    assert listed.returncode == 1 and fragment in listed.stderr, listed.stderr
+    assert "Traceback" not in listed.stderr and listed.stdout == ""
+    dest = tmp_path / "share"
+    exported = subprocess.run(
+        [cli, "export", VERSION, "--to", str(dest)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert exported.returncode == 1 and fragment in exported.stderr, exported.stderr
+    assert not dest.exists()
+    # The release build too (the one step that publishes).
+    built = subprocess.run(
+        [cli, "release", "build", "--version", VERSION, "--replace"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert built.returncode == 1 and fragment in built.stderr, built.stderr
+
+
+def test_a_whole_takedown_list_still_reads_and_filters(lake: Lake) -> None:
+    """The fail-closed rule refuses only damage: an intact list still filters the rebuild."""
+    _, row = _a_gallery_item(lake)
+    assert row["sha256"] in _released_shas(Path(lake.path("releases", VERSION)))
+    add_takedowns(lake, entries_for(sha256=row["sha256"]))
+    build(Lake(lake.home), VERSION, replace=True)
+    assert row["sha256"] not in _released_shas(Path(lake.path("releases", VERSION)))

@@ -14,10 +14,16 @@ Guarantees a stage can rely on:
   repeated within the call, are not written again, so rerunning a stage adds nothing.
 - Only one process writes a table at a time (the flow's process); Dask or Ray workers
   return records to it. Many processes may read.
+- Bytes are checked when read: fragments carry Parquet page checksums and a footer checked
+  against itself, so a flipped byte is an unreadable fragment, never other values (skipped and
+  reported; in a compliance table, `FragmentError`: the table fails closed); image bytes
+  read for a release are re-hashed against their name (`get_verified_image`).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime as dt
 import hashlib
 import io
@@ -36,17 +42,63 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from lookbench_live.schema.records import TABLES, Record, Rejection, arrow_schema_of, to_arrow
+from lookbench_live.schema.records import (
+    COMPLIANCE_TABLES,
+    TABLES,
+    Record,
+    Rejection,
+    arrow_schema_of,
+    to_arrow,
+)
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_HOME = "./lookbench-data"
 # Fixed writer options: together with a stable row order they make files reproducible.
-PARQUET_OPTIONS: dict[str, Any] = {"compression": "zstd", "write_statistics": True, "use_dictionary": True}
+# Page checksums (CRC-32 of each data page, X13): a flipped byte in a page is an error on read
+# (`SCAN_OPTIONS`), never a silently different value.
+PARQUET_OPTIONS: dict[str, Any] = {
+    "compression": "zstd",
+    "write_statistics": True,
+    "use_dictionary": True,
+    "write_page_checksum": True,
+}
+# Every lake read checks the page checksums a fragment carries; fragments written before they
+# were on carry none and read as before.
+SCAN_OPTIONS = pads.ParquetFragmentScanOptions(page_checksum_verification=True)
+PARQUET_FORMAT = pads.ParquetFileFormat(default_fragment_scan_options=SCAN_OPTIONS)
 
 
 class LakeError(RuntimeError):
     """A lake operation failed; the message names the table or path."""
+
+
+class FragmentError(LakeError):
+    """A committed fragment of a compliance table (`COMPLIANCE_TABLES`) cannot be read: cut short,
+    corrupt, failing its page checksums or its footer check. Such a table fails closed (X10):
+    a takedown list read without one of its fragments would publish what it lists, so every
+    step that reads it stops, naming the fragment. Other tables skip such a fragment and
+    report it (`Lake.skipped`)."""
+
+    def __init__(self, table: str, path: str, cause: str):
+        self.table, self.path, self.cause = table, path, cause
+        super().__init__(
+            f"table {table!r}: fragment {path} cannot be read ({cause}); {table} is a compliance "
+            "table, so nothing that depends on it runs until it is whole: restore the fragment from "
+            f"a backup, or move it out of tables/{table}/ and add its entries again"
+        )
+
+
+class ImageCorrupt(LakeError):
+    """An image file whose bytes no longer hash to its name (a flipped byte, a truncated copy, a
+    file replaced by hand): the lake's copy is damaged and is never published."""
+
+    def __init__(self, sha256: str, path: str, actual: str):
+        self.sha256, self.path, self.actual = sha256, path, actual
+        super().__init__(
+            f"image {sha256} is damaged: the bytes at {path} hash to {actual}, not to their name; "
+            "restore the file from a backup or the original (ingest stores the same bytes again)"
+        )
 
 
 def resolve_home(home: str | os.PathLike[str] | None = None) -> str:
@@ -94,6 +146,24 @@ def atomic_write_bytes(fs: fsspec.AbstractFileSystem, path: str, data: bytes) ->
     else:
         # One PUT is atomic on object stores: the object exists whole or not at all.
         fs.pipe_file(path, data)
+
+
+def check_footer(metadata: pq.FileMetaData) -> None:
+    """Raise `ValueError` when a Parquet footer disagrees with the Arrow schema stored inside it.
+
+    Page checksums cover the pages only. A flipped byte in a column name of the footer would
+    otherwise read as a column of nulls (the name no longer matches the record's), silently; the
+    writer stored the same schema a second time (`ARROW:schema`), so the two must agree. A file
+    without it (another writer's) is not checked."""
+    stored = (metadata.metadata or {}).get(b"ARROW:schema")
+    if stored is None:
+        return
+    try:
+        expected = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(stored, validate=True)))
+    except (pa.ArrowException, binascii.Error) as exc:
+        raise ValueError(f"the stored Arrow schema is damaged ({type(exc).__name__})") from None
+    if not metadata.schema.to_arrow_schema().equals(expected, check_metadata=False):
+        raise ValueError("the footer's schema disagrees with its stored Arrow schema (damaged footer)")
 
 
 def parquet_bytes(table: pa.Table) -> bytes:
@@ -161,6 +231,15 @@ class Lake:
             raise LakeError(f"image {sha256} is not in the lake at {self.home}") from exc
         return data
 
+    def get_verified_image(self, sha256: str) -> bytes:
+        """The image's bytes, re-hashed against their content-address name (X13): what goes into
+        a release is exactly what was stored. Raises `ImageCorrupt` when they differ."""
+        data = self.get_image(sha256)
+        actual = hashlib.sha256(data).hexdigest()
+        if actual != sha256:
+            raise ImageCorrupt(sha256, self.image_path(sha256), actual)
+        return data
+
     # ------------------------------------------------------------------ tables
     def table_dir(self, table: str) -> str:
         if table not in TABLES:
@@ -186,7 +265,8 @@ class Lake:
                 continue  # a killed writer's temp file: `reconcile()` deletes it
             if not FRAGMENT_NAME.fullmatch(name):
                 self._skip(path, "not a fragment written by the lake (foreign name)")
-            elif path not in self.skipped:
+            elif path not in self.skipped or table in COMPLIANCE_TABLES:
+                # A compliance fragment an earlier query skipped is read (and refused) again.
                 kept.append(path)
         return kept
 
@@ -198,9 +278,10 @@ class Lake:
     def read(self, table: str, columns: Sequence[str] | None = None) -> pa.Table:
         """The whole table (all committed fragments) with the record's current schema.
 
-        One foreign, footer-less or mistyped file never breaks the table: when the fragments
-        cannot be read together, each is tried alone and those that fail are skipped and
-        reported (`skipped`)."""
+        One foreign, footer-less, mistyped or corrupt file (page checksums, `check_footer`)
+        never breaks the table: when the fragments cannot be read together, each is tried alone
+        and those that fail are skipped and reported (`skipped`). Except in a compliance table
+        (`COMPLIANCE_TABLES`): there an unreadable fragment raises `FragmentError`."""
         schema = arrow_schema_of(TABLES[table])
         files = self.fragments(table)
         keys = TABLES[table].__key__
@@ -213,40 +294,51 @@ class Lake:
             try:
                 self._read_files([path], schema, columns, keys)
             except (pa.ArrowException, OSError, ValueError) as exc:
-                self._skip(path, f"unreadable fragment ({type(exc).__name__}: {str(exc)[:200]})")
+                self._unreadable(table, path, exc)
             else:
                 good.append(path)
         return self._read_files(good, schema, columns, keys)
 
+    def _unreadable(self, table: str, path: str, exc: Exception) -> None:
+        """A committed fragment that cannot be read: refused in a compliance table, else skipped."""
+        cause = f"{type(exc).__name__}: {str(exc)[:200]}"
+        if table in COMPLIANCE_TABLES:
+            raise FragmentError(table, path, cause) from exc
+        self._skip(path, f"unreadable fragment ({cause})")
+
     def _read_files(
         self, files: list[str], schema: pa.Schema, columns: Sequence[str] | None, keys: Sequence[str] = ()
     ) -> pa.Table:
-        files = [f for f in files if f not in self.skipped]
         if not files:
             empty = schema.empty_table()
             return empty.select(list(columns)) if columns else empty
         if self.local:
             for path in files:
-                self._check_keys(path, schema, keys, lambda p=path: pq.read_schema(p))
-            dataset = pads.dataset(files, schema=schema, filesystem=self.fs, format="parquet")
+                self._check_keys(path, schema, keys, lambda p=path: pq.read_metadata(p))
+            dataset = pads.dataset(files, schema=schema, filesystem=self.fs, format=PARQUET_FORMAT)
         else:
             # Object stores: one GET per fragment, issued concurrently by the client, instead of
             # pyarrow's per-file metadata request and ranged reads through fsspec (without a
             # listings cache those cost several round trips per fragment).
             blobs = self.fs.cat(files)
             for path in files:
-                self._check_keys(path, schema, keys, lambda p=path: pq.read_schema(pa.BufferReader(blobs[p])))
-            parquet = pads.ParquetFileFormat()
+                self._check_keys(
+                    path, schema, keys, lambda p=path: pq.read_metadata(pa.BufferReader(blobs[p]))
+                )
+            parquet = PARQUET_FORMAT
             fragments = [parquet.make_fragment(pa.BufferReader(blobs[path])) for path in files]
             dataset = pads.FileSystemDataset(fragments, schema=schema, format=parquet)
         return dataset.to_table(columns=list(columns) if columns else None)
 
-    def _check_keys(self, path: str, schema: pa.Schema, keys: Sequence[str], read_schema: Any) -> None:
-        """A fragment must carry the table's key columns with their types (a foreign file may not);
-        checked once per fragment (fragments are immutable), raising `ValueError` otherwise."""
-        if not keys or path in self._checked:
+    def _check_keys(self, path: str, schema: pa.Schema, keys: Sequence[str], read_metadata: Any) -> None:
+        """A fragment must carry the table's key columns with their types (a foreign file may not)
+        and a footer that agrees with itself (`check_footer`); checked once per fragment
+        (fragments are immutable), raising `ValueError` otherwise."""
+        if path in self._checked:
             return
-        found = read_schema()
+        metadata = read_metadata()
+        check_footer(metadata)
+        found = metadata.schema.to_arrow_schema()
         for name in keys:
             index = found.get_field_index(name)
             if index < 0 or found.field(index).type != schema.field(name).type:
@@ -262,14 +354,14 @@ class Lake:
         for path in self.fragments(table):
             try:
                 with self.fs.open(path, "rb") as handle:
-                    self._check_keys(path, schema, keys, lambda h=handle: pq.read_schema(h))
+                    self._check_keys(path, schema, keys, lambda h=handle: pq.read_metadata(h))
             except (pa.ArrowException, OSError, ValueError) as exc:
                 self._skip(path, f"unreadable fragment ({type(exc).__name__}: {str(exc)[:200]})")
             else:
                 files.append(path)
         if not files:
             return pads.dataset(schema.empty_table())
-        return pads.dataset(files, schema=schema, filesystem=self.fs, format="parquet")
+        return pads.dataset(files, schema=schema, filesystem=self.fs, format=PARQUET_FORMAT)
 
     def records(self, table: str) -> Iterator[Record]:
         cls = TABLES[table]

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lookbench_live import __version__
@@ -458,7 +459,10 @@ def stage_release(
     view.released = set(released.sha_version)
     assembly = Assembler(
         view,
-        lake.get_image,
+        # Every image byte a release holds (rows, crops, pHash takedowns) is re-hashed against
+        # its name as it is read: a damaged file stops the build (`ImageCorrupt`), as a missing
+        # one does, and is never published.
+        lake.get_verified_image,
         window=window,
         query_share=query_share,
         max_gallery=max_gallery,
@@ -514,7 +518,7 @@ def _write_staged(
 ) -> None:
     version = staged.version
     for rel, rows in ordered.items():
-        _put_rows(lake, staged, rel, rows, lake.get_image)
+        _put_rows(lake, staged, rel, rows, lake.get_verified_image)
     staged.info = {
         "version": version,
         "window": window.as_json(),
@@ -916,6 +920,53 @@ def verify_path(lake: Lake, base: str) -> list[str]:
                 rows = pq.ParquetFile(handle).metadata.num_rows
             if rows != entry.get("rows"):
                 problems.append(f"{rel} has {rows} rows but {MANIFEST} says {entry.get('rows')}")
+            problems += row_hash_faults(lake, f"{base}/{rel}", rel)
+    return problems
+
+
+# Each release row's image bytes and the column naming their sha256.
+ROW_HASHES = (("image", "sha256"), ("raw_image", "raw_sha256"))
+MAX_ROW_FAULTS = 5  # rows named per file; the rest are counted
+
+
+def row_hash_faults(lake: Lake, path: str, rel: str) -> list[str]:
+    """Rows of the release file at `path` whose `image`/`raw_image` bytes do not hash to their
+    `sha256`/`raw_sha256` column (X13): a file can match its manifest checksum and still hold
+    bytes that are not the images its rows name (a build that packed a damaged lake image).
+
+    Streamed a row group's worth of rows at a time (the writer's bound), with the page checksums
+    checked; a file that cannot be decoded is a fault too."""
+    problems: list[str] = []
+    bad = 0
+    try:
+        with lake.fs.open(path, "rb") as handle:
+            parquet = pq.ParquetFile(handle, page_checksum_verification=True)
+            names = set(parquet.schema_arrow.names)
+            missing = [name for pair in ROW_HASHES for name in pair if name not in names]
+            if missing:
+                return [f"{rel} lacks the columns {missing}: its rows' image hashes cannot be checked"]
+            columns = [name for pair in ROW_HASHES for name in pair]
+            row = 0
+            for batch in parquet.iter_batches(batch_size=ROW_GROUP_ROWS, columns=columns):
+                for image_column, sha_column in ROW_HASHES:
+                    # struct_field keeps a null struct null (`.field` would not).
+                    blobs = pc.struct_field(batch.column(image_column), "bytes").to_pylist()
+                    shas = batch.column(sha_column).to_pylist()
+                    for i, (blob, sha) in enumerate(zip(blobs, shas, strict=True)):
+                        if blob is None and sha is None:
+                            continue
+                        if blob is None or sha is None or _sha256_bytes(blob) != sha:
+                            bad += 1
+                            if bad <= MAX_ROW_FAULTS:
+                                problems.append(
+                                    f"{rel} row {row + i}: its {image_column} bytes do not hash to its "
+                                    f"{sha_column} {sha}"
+                                )
+                row += batch.num_rows
+    except (pa.ArrowException, OSError) as exc:
+        return [*problems, f"{rel} cannot be decoded ({type(exc).__name__}: {str(exc)[:200]})"]
+    if bad > MAX_ROW_FAULTS:
+        problems.append(f"{rel}: {bad - MAX_ROW_FAULTS} more rows whose image bytes do not match their hash")
     return problems
 
 

@@ -97,11 +97,16 @@ def add_command(
 
 
 def list_command(home: HomeOption = None, config: ConfigOption = None) -> None:
-    """Print the takedown list, one entry a line: kind, value, reason, added at."""
+    """Print the takedown list, one entry a line: kind, value, reason, added at.
+
+    A damaged fragment of the list stops the command naming it (exit 1): an empty or partial
+    list printed as if whole would tell the operator the item is not listed."""
     from lookbench_live.config import load_settings
     from lookbench_live.warehouse.lake import Lake
 
-    lake = Lake(home or load_settings(config).lake.home)
+    settings = load_settings(config)  # a bad configuration is reported even with --home
+    lake = Lake(home or settings.lake.home)
+    # FragmentError (the list fails closed) ends the command with its one line.
     for row in lake.read("takedowns").to_pylist():
         typer.echo(f"{row['kind']}\t{row['value']}\t{row.get('reason') or ''}\t{row['created_at']:%Y-%m-%d}")
 

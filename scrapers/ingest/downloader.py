@@ -3,8 +3,8 @@
 `ImageDownloader.fetch(url)` returns the body of the final response or raises `FetchFailed`
 with a reason code. Guarantees:
 - every hop goes through the address guard (`netguard.check_url`, via `http.HttpClient`):
-  checked, pinned, ≤ `max_redirects` hops, a hop back to an already visited URL is a
-  `redirect_loop`. Private addresses are refused unless the settings allow them all (test
+  checked, pinned, ≤ `max_redirects` hops (a longer chain is `too_many_redirects`), a hop
+  back to an already visited URL is a `redirect_loop`. Private addresses are refused unless the settings allow them all (test
   servers, the sample store) or the hop's host is one the caller names (`private_hosts`:
   the hosts of a site configured with `allow_private_addresses`, see `site_private_hosts`);
 - one TOTAL deadline (`timeout`) covers connect, every hop, headers and body of an attempt,
@@ -267,7 +267,10 @@ class ImageDownloader:
                 raise FetchFailed(
                     "connection_error", f"{type(exc).__name__}: {exc} on {current}", transient=True
                 ) from None
-        raise FetchFailed("redirect_loop", f"more than {self.settings.max_redirects} redirects from {url}")
+        # A chain longer than the limit is not a loop (a loop is a hop back to a visited URL).
+        raise FetchFailed(
+            "too_many_redirects", f"more than {self.settings.max_redirects} redirects from {url}"
+        )
 
     async def _body(self, url: str, response: Response) -> bytes:
         status = response.status
