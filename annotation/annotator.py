@@ -183,11 +183,23 @@ class VLMAnnotator:
         # Colour and material may hold a short list (taxonomy `multi`): a striped two-colour
         # top or a wool-silk blend has no single right value.
         schema = self.taxonomy.json_schema(category, multi=True)
+        # An open enum: the model may contradict the expected category (issue 22 §4); the
+        # attribute groups stay the expected category's, so the answer is checked against them.
+        names = self.taxonomy.category_names()
+        schema["properties"]["category"] = {
+            "type": "string",
+            "enum": [category, *(c for c in names if c != category)],
+        }
+        answered: list[str] = []
 
         def check(payload: dict[str, Any]) -> dict[str, Any]:
+            said = payload.get("category")
+            if said in names:
+                payload = {**payload, "category": category}
             errors = self.taxonomy.validate_annotation(category, payload, multi=True)
             if errors:
                 raise AnswerInvalid("llm_schema_violation", "; ".join(str(e) for e in errors)[:1000])
+            answered[:] = [str(said)]
             return payload
 
         outcome, reply, attempts, p_tok, c_tok = await self._ask(
@@ -213,6 +225,9 @@ class VLMAnnotator:
                 **common,
             )
         values, main = split_payload(self.taxonomy, category, outcome)
+        agreed = agreement(self.taxonomy, category, values, prior)
+        if answered and answered[0] != category:
+            agreed["category"] = "disagree"  # the image shows another category: audited first
         return self._row(
             sha256,
             box,
@@ -220,7 +235,7 @@ class VLMAnnotator:
             status="ok",
             main_attribute=main,
             attributes=values,
-            prior_agreement=agreement(self.taxonomy, category, values, prior),
+            prior_agreement=agreed,
             raw_response=reply.text,
             **common,
         )

@@ -9,9 +9,19 @@ item, and returns accuracy overall and per group with Wilson score intervals.
 Sample size: the number of items for a target interval half-width `h` at the worst case
 p = 0.5, n = ceil(z² · p(1 − p) / h²) (z for `confidence`, 1.96 at 95%; h = 0.03 gives
 1,068), capped by `max_items` and the population. Accuracy counts attribute verdicts
-(`cannot_tell` excluded), so the interval over verdicts is narrower than the item-level
-target: verdicts of one item are not independent, and the sizing by items is the
-conservative one.
+(`cannot_tell` excluded).
+
+Intervals are cluster-aware (`cluster_wilson`): the 8–13 verdicts of one item are not
+independent (a wrong category drags its groups with it), so the overall interval is a Wilson
+interval over an effective sample size, the verdict count divided by the design effect
+1 + (m̄ − 1)·ρ (m̄ the mean verdicts per item, ρ the intra-item correlation of verdicts, ANOVA
+estimator) times Kish's weighting effect when items carry inverse-probability weights. Per
+group, an item gives one verdict, so the interval is the plain Wilson one there.
+
+Sample: items whose annotation disagreed with the metadata prior (`dispute`) are drawn first
+(a disputed category with certainty, attribute disputes with a higher share), and each sampled
+item carries the weight 1/π of its inclusion probability, so the accuracy stays an unbiased
+estimate of the population's (a Hájek ratio estimator).
 
 Gate: passed when the overall interval's lower bound is at least `min_accuracy`. With no
 judge configured (`base_url` None and no key in the environment) the audit is `skipped`
@@ -63,6 +73,7 @@ class AuditItem:
     main_attribute: str | None
     annotation_model: str
     image: bytes | Callable[[], bytes]
+    disputes: tuple[str, ...] = ()  # groups where the annotation disagreed with the metadata prior
 
     def image_bytes(self) -> bytes:
         return self.image() if callable(self.image) else self.image
@@ -142,26 +153,85 @@ def wilson(correct: int, total: int, confidence: float = 0.95) -> Interval:
     )
 
 
+def cluster_wilson(clusters: Sequence[tuple[int, int, float]], confidence: float = 0.95) -> Interval:
+    """Wilson interval of verdicts that come in clusters (one item's verdicts), weighted.
+
+    `clusters`: per item (correct, total, weight). The accuracy is the weighted ratio
+    Σw·c / Σw·n; the interval is Wilson's at that accuracy with n_eff = N / (deff_cluster ·
+    deff_weights): deff_cluster = 1 + (m̄ − 1)·ρ with ρ the ANOVA estimate of the intra-item
+    correlation (clamped to [0, 1]; 0 when the verdicts show no variation at all, since no
+    correlation can be estimated), deff_weights = Kish's k·Σw²/(Σw)² over items.
+    """
+    used = [(c, n, w) for c, n, w in clusters if n > 0]
+    correct = sum(c for c, _, _ in used)
+    total = sum(n for _, n, _ in used)
+    k = len(used)
+    if total <= 0:
+        return Interval(None, None, None, correct, total)
+    p = sum(w * c for c, n, w in used) / sum(w * n for _, n, w in used)
+    rho = 0.0
+    if k > 1 and total > k:
+        plain = correct / total
+        between = sum(n * (c / n - plain) ** 2 for c, n, _ in used) / (k - 1)
+        within = sum(c * (1 - c / n) for c, n, _ in used) / (total - k)
+        n0 = (total - sum(n * n for _, n, _ in used) / total) / (k - 1)
+        if between + (n0 - 1) * within > 0:
+            rho = min(1.0, max(0.0, (between - within) / (between + (n0 - 1) * within)))
+    deff = 1 + (total / k - 1) * rho
+    weights = [w for _, _, w in used]
+    deff *= k * sum(w * w for w in weights) / sum(weights) ** 2
+    n_eff = total / deff
+    z = z_value(confidence)
+    denominator = 1 + z * z / n_eff
+    centre = (p + z * z / (2 * n_eff)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n_eff + z * z / (4 * n_eff * n_eff)) / denominator
+    return Interval(
+        round(p, 6), round(max(0.0, centre - half), 6), round(min(1.0, centre + half), 6), correct, total
+    )
+
+
 def sample_size(half_width: float, confidence: float = 0.95, cap: int | None = None) -> int:
     """Items needed for a `half_width` interval at the worst case p = 0.5, capped."""
     n = math.ceil(z_value(confidence) ** 2 * 0.25 / half_width**2)
     return min(n, cap) if cap is not None else n
 
 
+DISPUTE_BOOST = 2.0  # an attribute-disputed stratum's share of the sample, per item, against an agreed one
+
+
+def _stratum(item: AuditItem) -> tuple[str, ...]:
+    """A disputed category is a stratum of its own, drawn first; attribute disputes split a
+    (subset, category) stratum so they can be drawn more often."""
+    if "category" in item.disputes:
+        return ("", "category_disputed", "")
+    return (item.subset, item.category, "disputed" if item.disputes else "")
+
+
 def stratified_sample(items: Sequence[AuditItem], n: int, seed: int = 0) -> list[AuditItem]:
-    """`n` items allocated to (subset, category) strata in proportion (largest remainder),
-    at least one per stratum while n allows; the same input and seed give the same sample."""
-    strata: dict[tuple[str, str], list[AuditItem]] = collections.defaultdict(list)
+    """`n` items: every category-disputed item first (while n allows), the rest allocated to
+    (subset, category, disputed) strata in proportion to their size, attribute-disputed strata
+    counted `DISPUTE_BOOST` times (largest remainder), at least one per stratum while n allows;
+    the same input and seed give the same sample. `sample_weights` gives the weights that undo
+    the unequal shares."""
+    strata: dict[tuple[str, ...], list[AuditItem]] = collections.defaultdict(list)
     for item in sorted(items, key=lambda i: (i.subset, i.category, i.sha256, i.bbox)):
-        strata[(item.subset, item.category)].append(item)
+        strata[_stratum(item)].append(item)
     total = sum(len(v) for v in strata.values())
     n = min(n, total)
     if n <= 0:
         return []
-    keys = sorted(strata)
-    quotas = {k: n * len(strata[k]) / total for k in keys}
-    alloc = {k: min(len(strata[k]), math.floor(q)) for k, q in quotas.items()}
-    if n >= len(keys):
+    alloc: dict[tuple[str, ...], int] = {}
+    first = ("", "category_disputed", "")
+    if first in strata:
+        alloc[first] = min(n, len(strata[first]))
+    rest = n - alloc.get(first, 0)
+    keys = sorted(k for k in strata if k != first)
+    size = {k: len(strata[k]) * (DISPUTE_BOOST if k[2] else 1.0) for k in keys}
+    weight = sum(size.values())
+    quotas = {k: rest * size[k] / weight for k in keys} if weight else {}
+    for k, q in quotas.items():
+        alloc[k] = min(len(strata[k]), math.floor(q))
+    if rest >= len(keys):
         for k in keys:
             alloc[k] = max(alloc[k], 1)
     order = sorted(keys, key=lambda k: (-(quotas[k] - math.floor(quotas[k])), k))
@@ -169,18 +239,31 @@ def stratified_sample(items: Sequence[AuditItem], n: int, seed: int = 0) -> list
         biggest = max(keys, key=lambda k: (alloc[k], k))
         alloc[biggest] -= 1
     while sum(alloc.values()) < n:
+        grew = False
         for k in order:
             if sum(alloc.values()) >= n:
                 break
             if alloc[k] < len(strata[k]):
                 alloc[k] += 1
+                grew = True
+        if not grew:
+            break
     rng = random.Random(seed)
     chosen: list[AuditItem] = []
-    for k in keys:
+    for k in sorted(strata):
         members = list(strata[k])
         rng.shuffle(members)
-        chosen.extend(members[: alloc[k]])
+        chosen.extend(members[: alloc.get(k, 0)])
     return chosen
+
+
+def sample_weights(items: Sequence[AuditItem], sample: Sequence[AuditItem]) -> dict[tuple[str, str], float]:
+    """Per sampled item (sha256, bbox), its inverse inclusion probability N_h / n_h: the weight
+    that keeps the accuracy an unbiased estimate of the population's (IPW) although disputed
+    items are drawn more often."""
+    population = collections.Counter(_stratum(i) for i in items)
+    drawn = collections.Counter(_stratum(i) for i in sample)
+    return {(i.sha256, i.bbox): population[_stratum(i)] / drawn[_stratum(i)] for i in sample}
 
 
 # ----------------------------------------------------------------- the judge's request
@@ -424,7 +507,9 @@ def run_audit(
     summary.prompt_tokens, summary.completion_tokens = usage.prompt_tokens, usage.completion_tokens
     summary.cost_usd = round(usage.cost_usd, 6)
 
-    per_group: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
+    per_group: dict[str, list[tuple[int, int, float]]] = collections.defaultdict(list)
+    weights = sample_weights(items, sample)
+    clusters: list[tuple[int, int, float]] = []  # per judged item: (correct, verdicts, weight)
     for item in sample:
         row = stored_rows.get(key(item))
         if row is None or row.status != "ok":
@@ -432,16 +517,20 @@ def run_audit(
             summary.failed[reason] = summary.failed.get(reason, 0) + 1
             continue
         summary.audited += 1
+        item_correct = item_total = 0
         for group, verdict in row.verdicts.items():
             summary.verdicts[verdict] = summary.verdicts.get(verdict, 0) + 1
             if verdict == "cannot_tell":
                 continue
-            per_group[group][1] += 1
-            per_group[group][0] += verdict == "correct"
-    correct = sum(c for c, _ in per_group.values())
-    total = sum(t for _, t in per_group.values())
-    summary.overall = wilson(correct, total, settings.confidence)
-    summary.per_group = {g: wilson(c, t, settings.confidence) for g, (c, t) in sorted(per_group.items())}
+            per_group[group].append((int(verdict == "correct"), 1, weights[(item.sha256, item.bbox)]))
+            item_total += 1
+            item_correct += verdict == "correct"
+        clusters.append((item_correct, item_total, weights[(item.sha256, item.bbox)]))
+    total = sum(t for _, t, _ in clusters)
+    # The items are the clusters: one item's verdicts move together (see the module doc).
+    summary.overall = cluster_wilson(clusters, settings.confidence)
+    # Per group an item is one verdict: only the weights widen the interval there.
+    summary.per_group = {g: cluster_wilson(v, settings.confidence) for g, v in sorted(per_group.items())}
     if total == 0:
         summary.status = "failed"
         summary.reason = "the judge returned no usable verdict"
@@ -450,7 +539,7 @@ def run_audit(
         low = summary.overall.low or 0.0
         summary.gate_passed = low >= settings.min_accuracy
         summary.gate_reason = (
-            f"per-attribute accuracy {summary.overall.accuracy:.3f}, {settings.confidence:.0%} Wilson interval "
+            f"per-attribute accuracy {summary.overall.accuracy:.3f}, {settings.confidence:.0%} cluster Wilson interval "
             f"[{low:.3f}, {summary.overall.high:.3f}] over {total} verdicts on {summary.audited} items; lower bound "
             + ("≥" if summary.gate_passed else "<")
             + f" min_accuracy {settings.min_accuracy:.3f}"

@@ -20,7 +20,9 @@ from typing import Any
 
 from lookbench_live.schema.taxonomy import NOT_VISIBLE, Taxonomy
 
-PROMPT_VERSION = "p2"  # p2: colour and material may be a short list (taxonomy `multi`)
+# p2: colour and material may be a short list (taxonomy `multi`); p3: the category is a hint the
+# model may contradict (an open enum of the taxonomy's categories), not a pin.
+PROMPT_VERSION = "p3"
 MAX_GROUND_ITEMS = 16
 
 # Chat-template and vision tokens of Qwen, Llama, Gemma, Mistral and friends; also a bare `<image>`.
@@ -136,7 +138,13 @@ def grounding_schema(taxonomy: Taxonomy) -> dict[str, Any]:
 def attributes_messages(
     taxonomy: Taxonomy, category: str, data_url: str, *, context: Sequence[tuple[str, str | None]] = ()
 ) -> list[dict[str, Any]]:
-    text = f"Category: {category}. Annotate its attribute groups: {', '.join(taxonomy.groups_for(category))}."
+    # The category is the metadata's guess: the model may say the image shows something else
+    # (the schema's `category` is any of the taxonomy's), and that disagreement is evidence.
+    text = (
+        f"Expected category (a hint from the metadata, not a given): {category}. Answer with the "
+        "category the image actually shows. Annotate these attribute groups either way: "
+        f"{', '.join(taxonomy.groups_for(category))}."
+    )
     for label, value in context:
         text += "\n" + untrusted_block(label, value)
     return [

@@ -323,6 +323,9 @@ class JudgeSettings(Section):
     retry_base_delay: float = Field(default=0.5, ge=0)
     retry_max_delay: float = Field(default=30.0, ge=0)
     confidence: float = Field(default=0.95, gt=0, lt=1)  # of the Wilson intervals and the sample size
+    # A main attribute the judge marks wrong: the row is held back, or the judge's right value
+    # is published instead (`warehouse/labels.py`; the dataset card states which).
+    on_wrong_main_attribute: Literal["hold_back", "correct"] = "hold_back"
 
     @field_validator("base_url")
     @classmethod

@@ -33,6 +33,7 @@ from lookbench_live.flows.summary import markdown_summary, publish_artifact, rej
 from lookbench_live.schema.records import Rejection
 from lookbench_live.schema.release import SUBSETS
 from lookbench_live.warehouse.assemble import Window
+from lookbench_live.warehouse.labels import LabelRules
 from lookbench_live.warehouse.lake import Lake, LakeError
 from lookbench_live.warehouse.release import (
     BuildResult,
@@ -172,7 +173,7 @@ def annotate_aigen(run: Run) -> Run:
 
 
 # ---------------------------------------------------------------------- the release
-def stage(run: Run) -> Run:
+def stage(run: Run, labels: LabelRules | None = None) -> Run:
     """Assemble the window's release into a staging folder; a finished release skips the rest."""
     spec, lake = run.spec, run.lake
     if ledger.is_done(lake, spec.run_key, "release", spec.version) and not run.replace:
@@ -182,6 +183,7 @@ def stage(run: Run) -> Run:
     try:
         run.staged = stage_release(
             lake,
+            labels=labels,
             version=spec.version,
             window=Window(parse_moment(spec.window_start), parse_moment(spec.window_end)),
             replace=run.replace,
@@ -261,6 +263,26 @@ def audit(run: Run) -> Run:
     return run
 
 
+def relabel(run: Run) -> Run:
+    """Stage again with the label rules, so the judge's verdicts act on what is published.
+
+    The first staging publishes the annotations as they are, so the audit can sample every
+    row (disputed ones first); this one holds back or corrects rows as `warehouse/labels.py`
+    says, and the content check runs again on the result.
+    """
+    if run.staged is None or run.held:
+        return run
+    first = run.staged
+    judge = run.settings.judge
+    rules = LabelRules.from_lake(
+        run.lake, on_wrong_main_attribute=judge.on_wrong_main_attribute, judge_model=judge.model
+    )
+    stage(run, rules)
+    if run.staged is not first and run.lake.fs.exists(first.path):
+        run.lake.fs.rm(first.path, recursive=True)
+    return check(run)
+
+
 def audit_staging(lake: Lake, settings: Settings, staging: str, run_key: str) -> dict[str, Any]:
     """The judge's audit of the release rows in the staging folder `staging`."""
     import pyarrow.parquet as pq
@@ -273,6 +295,7 @@ def audit_staging(lake: Lake, settings: Settings, staging: str, run_key: str) ->
     # `_release_image`), so a large release is never read into memory whole.
     columns = [
         "sha256", "raw_sha256", "bbox", "taxonomy_category", "attributes", "main_attribute", "annotation_model",
+        "label_disputes",
     ]  # fmt: skip
     for subset in SUBSETS:
         for split in ("query", "gallery"):
@@ -290,6 +313,7 @@ def audit_staging(lake: Lake, settings: Settings, staging: str, run_key: str) ->
                         attributes={kv["key"]: kv["value"] for kv in row["attributes"]},
                         main_attribute=row["main_attribute"],
                         annotation_model=row["annotation_model"],
+                        disputes=tuple(row["label_disputes"] or ()),
                         image=_release_image(lake, path, row["sha256"], row["raw_sha256"], row["bbox"]),
                     )
                 )
@@ -493,6 +517,7 @@ PIPELINE: tuple[tuple[str, Step, frozenset[str]], ...] = (
     ("stage", stage, frozenset({"release"})),
     ("check", check, frozenset({"release"})),
     ("audit", audit, frozenset({"audit"})),
+    ("labels", relabel, frozenset({"release"})),
     ("evaluate", evaluate, frozenset({"evaluate"})),
     ("report", report, frozenset({"evaluate"})),
     ("commit", commit, frozenset({"release"})),

@@ -52,6 +52,8 @@ RELEASE_SCHEMA = pa.schema(
         ("provenance", pa.string()),
         ("difficulty_estimate", pa.string()),
         ("taxonomy_category", pa.string()),
+        # Groups where the VLM disagreed with the metadata prior (`warehouse/labels.py`).
+        ("label_disputes", pa.list_(pa.string())),
     ]
 )
 # The published configs' level per subset (RealStudioFlat easy, AIGen-Studio medium, both

@@ -196,6 +196,7 @@ class Assembler:
             "taxonomy_version": ann.taxonomy_version,
             "annotation_model": ann.model,
             "attributes": [{"key": k, "value": v} for k, v in sorted(ann.attributes.items())],
+            "label_disputes": sorted(g for g, v in ann.prior_agreement.items() if v == "disagree"),
         }
 
     def _published_category(self, category: str) -> str:

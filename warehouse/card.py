@@ -192,6 +192,12 @@ def dataset_card(info: dict[str, Any]) -> str:
         f"- Taxonomy version: {info['taxonomy_version']}.",
         f"- Annotation: {', '.join(info['annotation_models']) or 'none'}"
         f" (sources: {', '.join(info['annotation_sources']) or 'none'}).",
+        "- Label rules: "
+        + (
+            f"{info['label_rules']} ({info.get('labels_corrected', 0)} rows corrected by the judge)."
+            if info.get("label_rules")
+            else "none applied: the annotations are published as they are."
+        ),
         f"- Generation models: {', '.join(info['generation_models']) or 'none'}"
         + (
             " — a tiny random local pipeline (embedded default), not a real model."

@@ -49,6 +49,7 @@ from lookbench_live.schema.release import (
 )
 from lookbench_live.warehouse.assemble import Assembler, Window, materialize, ordered_rows
 from lookbench_live.warehouse.card import croissant_json, dataset_card
+from lookbench_live.warehouse.labels import LabelRules
 from lookbench_live.warehouse.lake import PARQUET_OPTIONS, Lake, atomic_local_file, atomic_write_bytes
 from lookbench_live.warehouse.released import (
     ReleasedIndex,
@@ -436,8 +437,13 @@ def stage_release(
     view: LakeView | None = None,
     released: ReleasedIndex | None = None,
     contact: str | None = None,
+    labels: LabelRules | None = None,
 ) -> StagedRelease:
     """Assemble the lake's current content and write it to a staging folder.
+
+    `labels`: the label rules (`warehouse/labels.py`) that decide from the judge's verdicts
+    what is published; None publishes the annotations as they are (the staging the audit
+    samples), and the card says no rules were applied.
 
     `contact`: the takedown contact the card and Croissant file print (`Settings.contact`);
     None prints the project's page.
@@ -472,6 +478,11 @@ def stage_release(
         radius=radius,
         takedown=takedown_filter(lake),  # what owners asked to remove never enters a release
     ).build()
+    if labels is not None:
+        kept, held = labels.apply(assembly.rows)
+        assembly.rows.clear()
+        assembly.rows.update(kept)
+        assembly.dropped.extend(held)
     # Rows without image bytes, in file order; the bytes are loaded a row group at a time.
     ordered: dict[str, list[dict[str, Any]]] = {
         rel: ordered_rows(assembly.rows.get(tuple(rel[:-8].split("/")), []))  # type: ignore[arg-type]
@@ -503,7 +514,7 @@ def stage_release(
         hashes=assembly.hashes,
     )
     with _disk_full_is_reported(lake, version, staging):
-        _write_staged(lake, staged, ordered, assembly, window, taxonomy, contact)
+        _write_staged(lake, staged, ordered, assembly, window, taxonomy, contact, labels)
     return staged
 
 
@@ -515,6 +526,7 @@ def _write_staged(
     window: Window,
     taxonomy: Any,
     contact: str | None,
+    labels: LabelRules | None = None,
 ) -> None:
     version = staged.version
     for rel, rows in ordered.items():
@@ -531,6 +543,9 @@ def _write_staged(
     }
     if contact:
         staged.info["contact"] = contact
+    if labels is not None:
+        staged.info["label_rules"] = labels.describe()
+        staged.info["labels_corrected"] = labels.corrected
     _put(lake, staged, "README.md", dataset_card(staged.info).encode())
     _put(lake, staged, "croissant.json", croissant_json(staged.info, staged.files).encode())
 

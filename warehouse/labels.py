@@ -1,0 +1,148 @@
+"""What the evidence lets a release publish: one home for the label rules (issue 22 §4).
+
+A release row carries the annotation's labels and `label_disputes`, the groups where the VLM
+disagreed with the metadata prior (`category` among them). `LabelRules` reads the judge's
+current verdicts (`audits`, the highest attempt per item) and decides per row:
+
+- category disputed (the VLM said the image shows another category than the one its
+  attributes were asked for): published only when the judge confirms the row's category
+  (`correct`); otherwise (not audited, `cannot_tell`, or the judge sides with another category,
+  whose attribute groups were never asked) the row is held back, reason `category_disputed`.
+- main attribute judged wrong (the group that holds `main_attribute`): with
+  `judge.on_wrong_main_attribute = "hold_back"` the row is held back (`main_attribute_wrong`);
+  with `"correct"` the judge's right values replace the wrong groups and the main attribute
+  becomes the corrected group's first value; a wrong main attribute with no usable
+  correction is held back all the same.
+- attribute disputes are only recorded (the column); they weight the audit sample.
+
+A held-back query takes its item's gallery in that subset with it (`query_held_back`), and a
+gallery left empty takes its queries (`no_gallery`): a row of a retrieval task is never
+published without its other half. Every dropped row is a `(item, reason, detail)` triple the
+release records in `rejections`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from lookbench_live.schema.records import Audit
+from lookbench_live.schema.release import NOISE
+from lookbench_live.schema.taxonomy import split_values
+from lookbench_live.warehouse.lake import Lake
+
+OnWrongMain = Literal["hold_back", "correct"]
+
+
+def row_key(raw_sha256: str, bbox: Any) -> tuple[str, str]:
+    """A release row's audit key: the photo and the box, as `audit_staging` names its items."""
+    return raw_sha256, ",".join(str(v) for v in bbox) if bbox else ""
+
+
+@dataclass(slots=True)
+class LabelRules:
+    on_wrong_main_attribute: OnWrongMain = "hold_back"
+    verdicts: Mapping[tuple[str, str], Audit] = field(default_factory=dict)
+    corrected: int = 0
+
+    @classmethod
+    def from_lake(cls, lake: Lake, *, on_wrong_main_attribute: OnWrongMain, judge_model: str) -> LabelRules:
+        """The rules with the judge's current verdict per item (the highest attempt that is ok)."""
+        best: dict[tuple[str, str], Audit] = {}
+        for record in lake.records("audits"):
+            assert isinstance(record, Audit)
+            if record.judge_model != judge_model or record.status != "ok":
+                continue
+            key = (record.sha256, record.bbox)
+            if key not in best or record.attempt > best[key].attempt:
+                best[key] = record
+        return cls(on_wrong_main_attribute=on_wrong_main_attribute, verdicts=best)
+
+    def describe(self) -> str:
+        """The rules as the dataset card states them."""
+        main = (
+            "a main attribute the judge marked wrong is replaced by the judge's correction"
+            if self.on_wrong_main_attribute == "correct"
+            else "a row whose main attribute the judge marked wrong is held back"
+        )
+        return (
+            "an item whose VLM category disagrees with the metadata prior is audited first and "
+            f"published only if the judge confirms it; {main}; attribute disagreements with the "
+            "prior are listed per row in `label_disputes`"
+        )
+
+    def _main_group(self, row: Mapping[str, Any]) -> str | None:
+        main = row.get("main_attribute") or ""
+        for kv in row.get("attributes") or []:
+            if main and main in split_values(kv["value"]):
+                return str(kv["key"])
+        return None
+
+    def decide(self, row: dict[str, Any]) -> str | None:
+        """None to publish `row` (corrected in place where the rules say), else the reason."""
+        audit = self.verdicts.get(row_key(row["raw_sha256"], row.get("bbox")))
+        verdicts = audit.verdicts if audit is not None else {}
+        if "category" in (row.get("label_disputes") or []) and verdicts.get("category") != "correct":
+            return "category_disputed"
+        group = self._main_group(row)
+        if group is None or verdicts.get(group) != "wrong":
+            return None
+        assert audit is not None
+        if self.on_wrong_main_attribute == "hold_back" or group not in audit.corrections:
+            return "main_attribute_wrong"
+        attributes = {kv["key"]: kv["value"] for kv in row["attributes"]}
+        for name, verdict in verdicts.items():
+            if verdict == "wrong" and name in audit.corrections and name in attributes:
+                attributes[name] = audit.corrections[name]
+        row["attributes"] = [{"key": k, "value": v} for k, v in sorted(attributes.items())]
+        row["main_attribute"] = split_values(audit.corrections[group])[0]
+        self.corrected += 1
+        return None
+
+    def apply(
+        self, rows: Mapping[tuple[str, str], list[dict[str, Any]]]
+    ) -> tuple[dict[tuple[str, str], list[dict[str, Any]]], list[tuple[str, str, str]]]:
+        """The rows to publish per (subset, split), and each dropped row with its reason."""
+        dropped: list[tuple[str, str, str]] = []
+        kept: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for (subset, split), members in rows.items():
+            if subset == NOISE:  # distractors carry no labels a user scores against
+                kept[(subset, split)] = list(members)
+                continue
+            out = []
+            for row in members:
+                reason = self.decide(row)
+                if reason is None:
+                    out.append(row)
+                else:
+                    dropped.append((row["item_ID"], reason, f"{subset}/{split} {row['sha256']}"))
+            kept[(subset, split)] = out
+        # A task row is never published without its other half.
+        for subset in {s for s, _ in rows if s != NOISE}:
+            query, gallery = kept.get((subset, "query"), []), kept.get((subset, "gallery"), [])
+            before_q = _items(rows.get((subset, "query"), []))
+            before_g = _items(rows.get((subset, "gallery"), []))
+            with_query = _items(query)
+            with_gallery = _items(gallery)
+            orphans = (before_q - with_query) & with_gallery
+            kept[(subset, "gallery")] = _drop(gallery, orphans, "query_held_back", subset, dropped)
+            bare = (before_g - _items(kept[(subset, "gallery")])) & with_query
+            kept[(subset, "query")] = _drop(query, bare, "no_gallery", subset, dropped)
+        return kept, dropped
+
+
+def _items(rows: Iterable[Mapping[str, Any]]) -> set[str]:
+    return {str(r["item_ID"]) for r in rows}
+
+
+def _drop(
+    rows: list[dict[str, Any]], gone: set[str], reason: str, subset: str, dropped: list[tuple[str, str, str]]
+) -> list[dict[str, Any]]:
+    keep = []
+    for row in rows:
+        if str(row["item_ID"]) in gone:
+            dropped.append((row["item_ID"], reason, f"{subset} {row['sha256']}"))
+        else:
+            keep.append(row)
+    return keep
