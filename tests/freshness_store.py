@@ -38,6 +38,9 @@ CATEGORIES = ("dress", "skirt", "coat", "sweater", "t-shirt", "jacket", "pants",
 COLORS = ("red", "blue", "green", "black", "white", "yellow", "pink", "grey")
 PHOTO_SIZE = (160, 200)  # upright width x height
 LOOK_SIZE = (400, 300)
+# Dated Shopify arrivals per month: enough that, after the looks' and generations' products are
+# reserved, studio queries and noise still have some.
+ARRIVALS = 14
 # EXIF orientation -> the transpose that stores an upright image so that a viewer applying the
 # orientation sees it upright (the inverse of what the orientation tag asks for).
 STORE_TRANSPOSE = {
@@ -107,7 +110,7 @@ class FreshnessStore:
             )
             n += 1
         first = self.month_one - dt.timedelta(days=5)
-        for k in range(6):  # dated arrivals of month one: the first release is baseline + these
+        for k in range(ARRIVALS):  # dated arrivals of month one: the first release is baseline + these
             cat, color = CATEGORIES[n % 8], COLORS[(n * 3 + 3) % 8]
             items.append(
                 Item("shop", f"{100 + n}", f"{color.title()} denim {cat}", cat, color, first,
@@ -115,7 +118,7 @@ class FreshnessStore:
             )  # fmt: skip
             n += 1
         arrival = self.month_two - dt.timedelta(days=6)
-        for k in range(6):  # dated arrivals of month two
+        for k in range(ARRIVALS):  # dated arrivals of month two
             cat, color = CATEGORIES[n % 8], COLORS[(n * 3 + 1) % 8]
             items.append(
                 Item("shop", f"{100 + n}", f"{color.title()} linen {cat}", cat, color, arrival,
