@@ -339,6 +339,9 @@ class ReleaseSettings(Section):
     query_share: float = Field(default=0.5, gt=0, lt=1)  # share of eligible products that become queries
     max_gallery_per_item: int = Field(default=4, ge=1, le=4)
     seed: int = 0
+    # The first release's window starts this many days before its as-of day (never at the
+    # beginning of time: the freshness rules, docs/release.md); later ones at the previous end.
+    cadence_days: int = Field(default=30, ge=1, le=366)
     # The content check (X8): a release with an empty subset split, or with fewer queries than this
     # share of the last counted release's, is not published silently. "fail" stops the run with one
     # line (the report is kept under reports/); "hold" commits it unpublished (LATEST stays, its

@@ -35,6 +35,7 @@ from lookbench_live.flows.summary import markdown_summary, publish_artifact, rej
 from lookbench_live.schema.records import Rejection
 from lookbench_live.schema.release import SUBSETS
 from lookbench_live.warehouse.assemble import Window
+from lookbench_live.warehouse.freshness import default_window, upgrade_lake
 from lookbench_live.warehouse.labels import LabelRules
 from lookbench_live.warehouse.lake import Lake, LakeError
 from lookbench_live.warehouse.release import (
@@ -570,6 +571,7 @@ def _make_spec(
     start: dt.datetime | None,
     end: dt.datetime | None,
     store_url: str | None,
+    clock: str | None = None,
 ) -> RunSpec:
     return RunSpec(
         flow=flow_name,
@@ -580,6 +582,7 @@ def _make_spec(
         window_start=start.isoformat() if start else None,
         window_end=end.isoformat() if end else None,
         sample_store_url=store_url,
+        clock=clock,
     )
 
 
@@ -595,6 +598,9 @@ def _execute(
     with lake.writer_lock("flow"):
         # Only one flow writes at a time; what a killed run left half-written is swept first.
         lake.reconcile()
+        # A lake written before the freshness rules records its sites' baselines first (their
+        # first crawl, as its rows show it): nothing is re-dated or re-keyed (docs/release.md).
+        upgrade_lake(lake)
         if "release" in selected:  # a damaged earlier release or LATEST: refused before any work (X14)
             check_earlier_releases(lake, spec_args["version"])
         with stages.serve_sample_store(settings, port, spec_args["as_of"]) as store_url:
@@ -614,17 +620,23 @@ def refresh_flow(
     version: str | None = None,
     replace: bool = False,
     sample_store_port: int = 48721,
+    clock: str | None = None,
 ) -> dict[str, Any]:
     """The monthly refresh: crawl, ingest, dedup, annotate, generate, audit, release, evaluate, report.
 
-    The window is [previous release's end, end of the `as_of` day); the version is the `as_of` date.
+    The window is [previous release's end, end of the `as_of` day); the first release's starts
+    `release.cadence_days` before the as-of day (`default_window`). The version is the `as_of`
+    date. `clock`: the run's "today" (ISO; None is the real clock), for tests of several months.
     """
     settings = load_settings(config_path)
-    moment = parse_moment(as_of) or default_as_of()
+    moment = parse_moment(as_of) or default_as_of(parse_moment(clock))
     version = version or version_for(moment.date())
     lake = Lake(home or settings.lake.home)
-    start = parse_moment(window_start) or previous_window_end(lake, version)
-    end = dt.datetime(moment.year, moment.month, moment.day, tzinfo=dt.UTC) + dt.timedelta(days=1)
+    window = default_window(
+        moment, settings.release.cadence_days, previous_end=previous_window_end(lake, version)
+    )
+    start = parse_moment(window_start) or window.start
+    end = window.end
     args = {
         "home": lake.home,
         "config_path": config_path,
@@ -632,6 +644,7 @@ def refresh_flow(
         "version": version,
         "start": start,
         "end": end,
+        "clock": clock,
     }
     return _execute("refresh", args, settings, ALL_STAGES, replace, sample_store_port)
 

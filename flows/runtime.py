@@ -61,6 +61,9 @@ class RunSpec:
     window_start: str | None
     window_end: str | None
     sample_store_url: str | None = None
+    # The run's clock ("today", ISO datetime): None is the real one. Tests that run several
+    # months on configured sites inject it; a real site is crawled only as of its own today.
+    clock: str | None = None
 
     @property
     def run_key(self) -> str:

@@ -20,6 +20,7 @@ from prefect import task
 from lookbench_live.config import Settings, SiteSettings, load_settings
 from lookbench_live.flows import ledger
 from lookbench_live.flows.runtime import RunSpec, parse_moment
+from lookbench_live.warehouse.freshness import record_baseline, recorded_baselines
 from lookbench_live.warehouse.lake import Lake
 
 INGEST_SHARD = 400  # images per task: Prefect costs ~11 ms a task, so shards, not single images
@@ -132,7 +133,10 @@ def crawl_site(spec: RunSpec, site: SiteSettings) -> dict[str, Any]:
     from lookbench_live.scrapers.crawl import CrawlError as SubprocessError
     from lookbench_live.scrapers.crawl import run_crawl
 
-    since = crawl_since(spec.window_start)
+    # A site's first crawl is its baseline (warehouse/freshness.py): it crawls everything, and
+    # its undated items are never released as new; later crawls look back from the window.
+    first_crawl = site.name not in recorded_baselines(lake)
+    since = None if first_crawl else crawl_since(spec.window_start)
     try:
         result = run_crawl(site, settings.crawl, spec.home, spec.run_key, since=since, seen_at=spec.as_of_dt)
     except (SubprocessError, OSError) as exc:
@@ -150,6 +154,11 @@ def crawl_site(spec: RunSpec, site: SiteSettings) -> dict[str, Any]:
             f"budget reached (max_pages={site.max_pages}, max_duration={site.max_duration}, finish_reason={result.finish_reason}); {result.unreached} requests left for the next run"
         )
         _record_site(lake, spec, site.name, "over_budget", outcome["reason"])
+    if first_crawl and outcome["status"] == "ok":
+        # Only a whole crawl is a baseline: after an over-budget one the rest of the catalogue
+        # is still to come, so the next crawl is the baseline (and all it saw before is older).
+        record_baseline(lake, site.name, spec.as_of_dt, spec.run_key)
+        outcome["baseline"] = True
     ledger.mark_done(lake, spec.run_key, "crawl", site.name, detail=_stamp(outcome))
     return outcome
 
@@ -199,7 +208,7 @@ def crawl_all(spec: RunSpec, settings: Settings) -> list[dict[str, Any]]:
     A failing or over-budget site is recorded and the others go on. Raises `CrawlError`
     (one line) only when no site yielded anything, and `AsOfError` for real sites crawled as
     of a past day (`check_as_of`)."""
-    check_as_of(settings, spec.as_of_dt)
+    check_as_of(settings, spec.as_of_dt, parse_moment(spec.clock))
     sites = sites_for(spec, settings)
     futures = [crawl_site.submit(spec, site) for site in sites]
     outcomes = [future.result() for future in futures]

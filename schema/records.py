@@ -422,6 +422,21 @@ class Takedown(Record):
     requested_by: str | None = None
 
 
+class SiteBaseline(Record):
+    """A site's baseline: its first crawl (freshness rules, warehouse/freshness.py). Undated
+    items present then are never released as new; `origin` is `first_crawl`, or `upgrade` for
+    a lake written before the rules (the baseline derived from the earliest `first_seen_at`)."""
+
+    __table__ = "site_baselines"
+    __key__ = ("source",)
+
+    source: str
+    baseline_at: dt.datetime
+    run_key: str | None = None
+    origin: Literal["first_crawl", "upgrade"] = "first_crawl"
+    rules: str = ""
+
+
 TABLES: dict[str, type[Record]] = {
     cls.__table__: cls
     for cls in (
@@ -436,6 +451,7 @@ TABLES: dict[str, type[Record]] = {
         Rejection,
         Completion,
         Takedown,
+        SiteBaseline,
     )
 }
 # Compliance tables fail closed (X10): a fragment of one that cannot be read stops every step

@@ -44,6 +44,8 @@ RELEASE_SCHEMA = pa.schema(
         ("raw_sha256", pa.string()),
         ("first_seen_at", TS),
         ("published_at", TS),
+        ("freshness_evidence", pa.string()),  # warehouse/freshness.py: what dates the row
+        ("evidence_at", TS),
         ("source", pa.string()),
         ("source_url", pa.string()),
         ("taxonomy_version", pa.string()),

@@ -7,6 +7,7 @@ the committed release files, their manifests, and the lake's decisions.
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 import signal
 import subprocess
@@ -78,7 +79,11 @@ def test_every_month_exits_0_with_a_verified_full_release(months: dict) -> None:
 
 def test_windows_follow_each_other_and_every_row_lies_in_its_window(months: dict) -> None:
     home = months["home"]
-    previous_end = None
+    # The first window starts one cadence before its as-of day (the freshness rules), never at
+    # the beginning of time; each later one where the previous ended.
+    first = parse_moment(MONTHS[0])
+    assert first is not None
+    previous_end = first - dt.timedelta(days=Settings().release.cadence_days)
     for version in VERSIONS:
         window = read_manifest(Lake(home), version)["window"]
         start, end = parse_moment(window["start"]), parse_moment(window["end"])

@@ -26,6 +26,11 @@ Rules (what a benchmark user relies on):
 - A product photo annotated on the product's own item (a box, docs/annotation.md "Product
   photos") enters every subset as that crop: `image` is the crop, `raw_image` the photo, `bbox`
   the box. A product photo annotated whole is the whole image (`bbox` null).
+- Freshness (`warehouse/freshness.py`, rules v1): a product, look or generation enters only
+  with evidence that it is new in the window (a platform date in it, a first sighting after its
+  site's baseline crawl, or made by this pipeline in it); each row carries that evidence
+  (`freshness_evidence`, `evidence_at`); an item first seen in the window without it is held
+  back (recorded, counted by reason in the manifest's `held_back`).
 - Row order is stable (sorted by item_ID, then sha256), so the same lake gives the same files.
 """
 
@@ -46,6 +51,7 @@ from PIL import Image
 from lookbench_live.schema.hashing import HASH_METHOD, hash_bytes
 from lookbench_live.schema.records import Annotation, Generation, Product, product_key
 from lookbench_live.schema.release import NOISE, NOISE_CATEGORY, RELEASE_SCHEMA, SUBSET_DIFFICULTY, TASKS
+from lookbench_live.warehouse.freshness import Decision, FreshnessRules, HeldBack
 from lookbench_live.warehouse.released import ReleasedIndex
 from lookbench_live.warehouse.views import LakeView, Window, choose_annotations
 
@@ -66,6 +72,9 @@ class Assembly:
     tiny_generation: bool = False
     # sha256 -> (pHash, mirror pHash, dHash) of published images, for the released-image index
     hashes: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    held_back: dict[str, int] = field(
+        default_factory=dict
+    )  # freshness reason -> items first seen in the window
 
 
 def _stable_share(seed: int, key: str) -> float:
@@ -116,7 +125,12 @@ class Assembler:
         released: ReleasedIndex | None = None,
         radius: int = 0,
         takedown: Callable[[dict[str, Any]], str | None] | None = None,
+        freshness: FreshnessRules | None = None,
     ):
+        # Without rules (direct callers), the window on first_seen_at alone dates an item.
+        self.freshness = freshness or FreshnessRules(window, {})
+        self._dated = freshness is not None
+        self._decisions: dict[str, Decision] = {}
         self.released = released
         self.takedown = takedown  # row -> why its owner asked to remove it, or None
         self._by_sha: dict[str, list[Annotation]] | None = None  # sha256 -> its chosen annotations
@@ -137,6 +151,52 @@ class Assembler:
             return False
         canonical = self.view.kept[sha]
         return canonical is None or canonical == (kind, owner)
+
+    def fresh(self, kind: str, key: str) -> Decision | None:
+        """The freshness decision of a product, look or generation (once per item), or None when
+        it is not new in this window. An item first seen in the window but held back by the
+        rules is recorded and counted; one first seen outside it is the window's ordinary rule."""
+        name = f"{kind}:{key}"
+        decision = self._decisions.get(name)
+        if decision is None:
+            first_seen = self._first_seen(kind, key)
+            if not self._dated:
+                in_window = first_seen is not None and self.window.contains(first_seen)
+                decision = Decision(None, None, None if in_window else HeldBack.FIRST_SEEN_OUTSIDE_WINDOW)
+            elif kind == "product":
+                decision = self.freshness.product(self.view.products[key])
+            elif kind == "look":
+                decision = self.freshness.look(self.view.looks[key])
+            else:
+                decision = self.freshness.generated(self.view.generations[key].first_seen_at)
+            self._decisions[name] = decision
+            if (
+                self._dated
+                and decision.held is not None
+                and first_seen is not None
+                and self.window.contains(first_seen)
+            ):
+                reason = decision.held.value
+                self.out.held_back[reason] = self.out.held_back.get(reason, 0) + 1
+                self.out.dropped.append((key, reason, f"{kind} not new in this window: {decision.detail}"))
+        released = decision.fresh if self._dated else decision.held is None
+        return decision if released else None
+
+    def _first_seen(self, kind: str, key: str) -> dt.datetime | None:
+        if kind == "product":
+            product = self.view.products.get(key)
+            return product.first_seen_at if product else None
+        if kind == "look":
+            return self.view.looks[key].first_seen_at
+        return self.view.generations[key].first_seen_at
+
+    @staticmethod
+    def stamp(rows: list[dict[str, Any]], decision: Decision) -> list[dict[str, Any]]:
+        """Each row carries the evidence that dates its item."""
+        for row in rows:
+            row["freshness_evidence"] = decision.evidence.value if decision.evidence else None
+            row["evidence_at"] = decision.at if decision.evidence else None
+        return rows
 
     def usable_images(
         self, kind: str, owner: str, *, in_window: bool = False
@@ -325,6 +385,9 @@ class Assembler:
         return box
 
     def product_gallery(self, key: str, *, skip: set[str] = frozenset()) -> list[dict[str, Any]]:
+        decision = self.fresh("product", key) if key in self.view.products else None
+        if decision is None:
+            return []  # not new in this window: its photos are no gallery (why_no_gallery says)
         rows = []
         for img, ann in self.usable_images("product", key, in_window=True):
             if img["sha256"] in skip:
@@ -332,10 +395,13 @@ class Assembler:
             rows.append((img, ann))
         product = self.view.products.get(key)
         prov = {"kind": "product", "product_url": product.url if product else None}
-        return [
-            self.whole_image_row(img, ann, item=key, subset="", difficulty="", provenance=prov)
-            for img, ann in rows[: self.max_gallery]
-        ]
+        return self.stamp(
+            [
+                self.whole_image_row(img, ann, item=key, subset="", difficulty="", provenance=prov)
+                for img, ann in rows[: self.max_gallery]
+            ],
+            decision,
+        )
 
     def emit(
         self, subset: str, query_rows: list[dict[str, Any]], gallery: list[dict[str, Any]], item: str
@@ -366,6 +432,9 @@ class Assembler:
         product = self.view.products.get(item)
         if not in_window and product is not None and not self.window.contains(product.first_seen_at):
             return f"{item} and its photos were first seen before this window (held back)"
+        decision = self._decisions.get(f"product:{item}")
+        if product is not None and decision is not None and decision.held is not None:
+            return f"{item} is not new in this window ({decision.held.value}: {decision.detail})"
         return f"no usable gallery image for {item}"
 
     def released_version(self, sha: str) -> str | None:
@@ -395,7 +464,8 @@ class Assembler:
         chosen: set[str] = set()
         for key in sorted(self.view.products):
             product = self.view.products[key]
-            if not self.window.contains(product.first_seen_at):
+            decision = self.fresh("product", key)
+            if decision is None:
                 continue
             usable = self.usable_images("product", key)
             if len(usable) < 2 or key in reserved or _stable_share(self.seed, key) >= self.query_share:
@@ -412,7 +482,7 @@ class Assembler:
                 difficulty=_difficulty_gallery(len(gallery)),
                 provenance=prov,
             )
-            self.emit("real_studio_flat", [query], gallery, key)
+            self.emit("real_studio_flat", self.stamp([query], decision), gallery, key)
         return chosen
 
     def crops(
@@ -484,14 +554,17 @@ class Assembler:
     def real_streetlook(self) -> None:
         for key in sorted(self.view.looks):
             look = self.view.looks[key]
-            if not self.window.contains(look.first_seen_at):
+            decision = self.fresh("look", key)
+            if decision is None:
                 continue
             for img in self.view.owner_images.get(("look", key), []):
                 if not self.is_kept(img["sha256"], "look", key):
                     continue
                 prov = {"kind": "look", "look_url": look.url}
                 for item, row in self.crop_rows(img, "real_streetlook", prov, "look", key):
-                    self.emit("real_streetlook", [row], self.product_gallery(item), item)
+                    self.emit(
+                        "real_streetlook", self.stamp([row], decision), self.product_gallery(item), item
+                    )
 
     def aigen(self) -> None:
         gallery_by_item: dict[tuple[str, str], list[tuple[dict[str, Any], Annotation, Generation]]] = (
@@ -500,7 +573,7 @@ class Assembler:
         queries: list[Generation] = []
         for gen_id in sorted(self.view.generations):
             gen = self.view.generations[gen_id]
-            if gen.status != "ok" or not self.window.contains(gen.first_seen_at):
+            if gen.status != "ok" or self.fresh("generation", gen_id) is None:
                 continue
             self.out.generation_models.add(gen.model)
             self.out.tiny_generation |= gen.model_is_tiny_local
@@ -523,7 +596,12 @@ class Assembler:
                         difficulty=_difficulty_gallery(len(gallery)),
                         provenance=prov,
                     )
-                    self.emit("aigen_studio", [query], gallery, item)
+                    self.emit(
+                        "aigen_studio",
+                        self.stamp([query], self._decisions[f"generation:{gen.generation_id}"]),
+                        gallery,
+                        item,
+                    )
             else:
                 for img in self.view.owner_images.get(("generation", gen.generation_id), []):
                     if not self.is_kept(img["sha256"], "generation", gen.generation_id):
@@ -532,7 +610,8 @@ class Assembler:
                         img, "aigen_streetlook", prov, "generation", gen.generation_id
                     ):
                         gallery = self._aigen_gallery(gen.subset, item, gallery_by_item)
-                        self.emit("aigen_streetlook", [row], gallery, item)
+                        made = self._decisions[f"generation:{gen.generation_id}"]
+                        self.emit("aigen_streetlook", self.stamp([row], made), gallery, item)
 
     def _aigen_gallery(
         self,
@@ -541,9 +620,19 @@ class Assembler:
         gallery_by_item: dict[tuple[str, str], list[tuple[dict, Annotation, Generation]]],
     ) -> list[dict[str, Any]]:
         rows = [
-            self.whole_image_row(
-                img, ann, item=item, subset=subset, difficulty="", provenance=_generation_provenance(g)
-            )
+            self.stamp(
+                [
+                    self.whole_image_row(
+                        img,
+                        ann,
+                        item=item,
+                        subset=subset,
+                        difficulty="",
+                        provenance=_generation_provenance(g),
+                    )
+                ],
+                self._decisions[f"generation:{g.generation_id}"],
+            )[0]
             for img, ann, g in gallery_by_item.get((subset, item), [])
         ]
         if item in self.view.products:
@@ -553,7 +642,8 @@ class Assembler:
     def noise(self, excluded: set[str]) -> None:
         for key in sorted(self.view.products):
             product = self.view.products[key]
-            if key in excluded or not self.window.contains(product.first_seen_at):
+            decision = self.fresh("product", key) if key not in excluded else None
+            if decision is None:
                 continue
             for img, ann in self.usable_images("product", key):
                 row = self.whole_image_row(
@@ -566,7 +656,7 @@ class Assembler:
                 )
                 # The published noise gallery labels distractors "noise data": they never count as hits.
                 row.update(category=NOISE_CATEGORY, main_attribute="", other_attributes="", task=TASKS[NOISE])
-                self.out.rows[(NOISE, "gallery")].extend(self._taken_down([row], NOISE))
+                self.out.rows[(NOISE, "gallery")].extend(self._taken_down(self.stamp([row], decision), NOISE))
 
 
 def _generation_provenance(gen: Generation) -> dict[str, Any]:

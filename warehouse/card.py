@@ -103,6 +103,13 @@ COLUMNS: dict[str, tuple[str, str]] = {
         "contamination-aware evaluation.",
     ),
     "published_at": ("sc:Date", "When the source says it published the item, if it says (UTC)."),
+    "freshness_evidence": (
+        "sc:Text",
+        "What shows the item is new in this release's window: `platform_published` (the platform's "
+        "publication date is in the window), `first_seen_after_baseline` (undated, first seen by a "
+        "crawl after the site's first, baseline, crawl) or `generated` (made by this pipeline in the window).",
+    ),
+    "evidence_at": ("sc:Date", "The moment that evidence dates the item (UTC)."),
     "source": ("sc:Text", "The crawled site's configured name; `generation` for AI-generated rows."),
     "source_url": (
         "sc:URL",
@@ -160,6 +167,35 @@ def _splits() -> list[tuple[str, str]]:
     return [(s, split) for s in SUBSETS for split in ("query", "gallery")] + [(NOISE, "gallery")]
 
 
+def freshness_section(info: dict[str, Any]) -> list[str]:
+    """The freshness rules as users read them, with what this release held back."""
+    rules = info.get("freshness_rules")
+    if not rules:
+        return []
+    held = info.get("held_back") or {}
+    lines = [
+        "",
+        f"## Freshness ({rules})",
+        "",
+        "Every row is new in the window, and its `freshness_evidence` column says why:",
+        "",
+        "- `platform_published`: the retailer's own publication date lies in the window. An item the "
+        "platform dates before the window is never released as new, whenever we first saw it.",
+        "- `first_seen_after_baseline`: an undated item first seen by a crawl after the site's first "
+        "(baseline) crawl. Undated items already present at the baseline are never released as new.",
+        "- `generated`: an AI-generated image made in the window.",
+        "- A sitemap `lastmod` or HTTP `Last-Modified` date records a change, not a creation: it "
+        "is weak evidence and never enough on its own.",
+        "- The first release's window starts one cadence before its as-of day, never at the "
+        "beginning of time.",
+        "",
+        "Held back (first seen in the window without evidence): "
+        + (", ".join(f"{reason} {n}" for reason, n in sorted(held.items())) or "none")
+        + ".",
+    ]
+    return lines
+
+
 def dataset_card(info: dict[str, Any]) -> str:
     """A Hugging Face dataset card whose `configs:` map each subset to its files."""
     contact = info.get("contact") or DEFAULT_CONTACT
@@ -209,6 +245,7 @@ def dataset_card(info: dict[str, Any]) -> str:
         "|---|---|",
     ]
     lines += [f"| {rel} | {n} |" for rel, n in info["rows"].items()]
+    lines += freshness_section(info)
     lines += [
         "",
         "## Columns",

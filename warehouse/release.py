@@ -49,6 +49,7 @@ from lookbench_live.schema.release import (
 )
 from lookbench_live.warehouse.assemble import Assembler, Window, materialize, ordered_rows
 from lookbench_live.warehouse.card import croissant_json, dataset_card
+from lookbench_live.warehouse.freshness import FRESHNESS_RULES_VERSION, FreshnessRules, site_baselines
 from lookbench_live.warehouse.labels import LabelRules
 from lookbench_live.warehouse.lake import PARQUET_OPTIONS, Lake, atomic_local_file, atomic_write_bytes
 from lookbench_live.warehouse.released import (
@@ -463,6 +464,7 @@ def stage_release(
     view = view if view is not None else lake_view(lake, window=window)
     released = released if released is not None else counted_index(lake, before=version)
     view.released = set(released.sha_version)
+    baselines = site_baselines(lake)  # each site's first crawl: its undated items are never new
     assembly = Assembler(
         view,
         # Every image byte a release holds (rows, crops, pHash takedowns) is re-hashed against
@@ -477,6 +479,7 @@ def stage_release(
         released=released,
         radius=radius,
         takedown=takedown_filter(lake),  # what owners asked to remove never enters a release
+        freshness=FreshnessRules(window, baselines),
     ).build()
     if labels is not None:
         kept, held = labels.apply(assembly.rows)
@@ -500,6 +503,12 @@ def stage_release(
         for item, reason, detail in assembly.dropped
     )
 
+    freshness_info = {
+        "freshness_rules": FRESHNESS_RULES_VERSION,
+        "held_back": dict(sorted(assembly.held_back.items())),
+        "site_baselines": {source: at.isoformat() for source, at in sorted(baselines.items())},
+        "releases_before_rules": releases_before_rules(lake, before=version),
+    }
     # Object stores too: nothing appears at the version's path before it has verified.
     staging = lake.path("releases", f".staging-{version}-{uuid.uuid4().hex[:12]}")
     staged = StagedRelease(
@@ -514,8 +523,18 @@ def stage_release(
         hashes=assembly.hashes,
     )
     with _disk_full_is_reported(lake, version, staging):
-        _write_staged(lake, staged, ordered, assembly, window, taxonomy, contact, labels)
+        _write_staged(lake, staged, ordered, assembly, window, taxonomy, contact, freshness_info, labels)
     return staged
+
+
+def releases_before_rules(lake: Lake, *, before: str) -> list[str]:
+    """Committed releases whose manifest names no freshness rules (built before rules v1): an
+    upgraded lake keeps them as they are; the manifest says which they are."""
+    out = []
+    for version in committed_versions(lake):
+        if version < before and "freshness_rules" not in read_manifest(lake, version):
+            out.append(version)
+    return out
 
 
 def _write_staged(
@@ -526,6 +545,7 @@ def _write_staged(
     window: Window,
     taxonomy: Any,
     contact: str | None,
+    freshness_info: dict[str, Any],
     labels: LabelRules | None = None,
 ) -> None:
     version = staged.version
@@ -543,6 +563,7 @@ def _write_staged(
     }
     if contact:
         staged.info["contact"] = contact
+    staged.info.update(freshness_info)
     if labels is not None:
         staged.info["label_rules"] = labels.describe()
         staged.info["labels_corrected"] = labels.corrected

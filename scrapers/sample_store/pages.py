@@ -250,6 +250,7 @@ def schema_page(p: ProductSpec, base: str) -> str:
             "brand": {"@type": "Brand", "name": p.brand},
             "image": images,
             "color": p.color.title(),
+            "datePublished": _iso(p.published_at),  # dated: the freshness rules need a date
             "offers": {
                 "@type": "Offer",
                 "price": f"{p.price_cents // 100},{p.price_cents % 100:02d} €",
@@ -271,11 +272,13 @@ def schema_page(p: ProductSpec, base: str) -> str:
         imgs = "".join(f'<img itemprop="image" src="{path}">' for path in image_paths(p))
         body = (
             f'<div itemscope itemtype="https://schema.org/Product"><meta itemprop="sku" content="{p.product_id}">'
+            f'<meta itemprop="datePublished" content="{_iso(p.published_at)}">'
             f'<h1 itemprop="name">{html.escape(p.title)}</h1><span itemprop="brand">{html.escape(p.brand)}</span>'
             f'<p itemprop="description">{html.escape(p.description)}</p>{imgs}{offers}</div>'
         )
     else:
-        # OpenGraph only; material only in the page text.
+        # OpenGraph only; material only in the page text. No publication date: an undated item,
+        # released once a crawl after the site's baseline first sees it (the freshness rules).
         head += [
             '<meta property="og:type" content="product">',
             f'<meta property="og:title" content="{html.escape(p.title)}">',
@@ -330,6 +333,7 @@ def js_page(p: ProductSpec, base: str) -> str:
         "description": p.description,
         "color": p.color.title(),
         "image": [f"{base}{path}" for path in image_paths(p)],
+        "datePublished": _iso(p.published_at),
         "offers": _jsonld_offer(p, base),
     }
     payload = base64.b64encode(json.dumps(node).encode()).decode()
