@@ -117,7 +117,10 @@ def test_png_and_webp_exif_orientation_is_applied_losslessly(fmt: str, orientati
     assert_upright(result.data, original, (64, 96), tolerance=0.0)  # type: ignore[union-attr,arg-type]
 
 
-def test_ingestion_records_the_upright_size_and_how_it_was_turned(tmp_path) -> None:
+@pytest.mark.parametrize(
+    "workers", [0, 1]
+)  # in process, and in a bounded decode worker's minimal environment
+def test_ingestion_records_the_upright_size_and_how_it_was_turned(tmp_path, workers: int) -> None:
     lake = Lake(tmp_path / "lake")
     data = photo(6)
     assert Image.open(io.BytesIO(data)).size == (96, 64)  # stored landscape, displayed portrait
@@ -127,7 +130,8 @@ def test_ingestion_records_the_upright_size_and_how_it_was_turned(tmp_path) -> N
     }
     with serve(routes) as server:
         request = ImageRequest(server.base + "/phone.jpg", "product", "shop:p1", "shop", 0, T0)
-        result = ingest_images(lake, SETTINGS, [request], run_id="r")
+        settings = SETTINGS.model_copy(update={"workers": workers})
+        result = ingest_images(lake, settings, [request], run_id="r")
     assert result.ok == 1
     (row,) = lake.read("images").to_pylist()
     assert (row["width"], row["height"]) == (64, 96)
