@@ -101,7 +101,8 @@ def process_image(
         return Refused(exc.reason, exc.detail)
     try:
         oriented = upright(data, valid.format)
-    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+    except (OSError, ValueError, SyntaxError, EOFError, subprocess.SubprocessError) as exc:
+        # Pillow's decode errors, as in the validator: the image is recorded, never half stored.
         return Refused("orientation_error", f"{type(exc).__name__}: {exc}")
     if oriented.method is not None:
         # Size and perceptual hashes are those of the upright picture, the frame of every box.
