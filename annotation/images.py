@@ -121,12 +121,3 @@ def prepare(image: Image.Image, *, max_pixels: int, max_payload_bytes: int) -> P
         f"{sent_w}x{sent_h} JPEG is {len(data_url)} bytes as base64 even at quality {JPEG_QUALITIES[-1]}; "
         f"the cap is {max_payload_bytes} (annotation.max_payload_bytes)",
     )
-
-
-def box_around_point(
-    x: float, y: float, width: int, height: int, share: float = 0.3
-) -> tuple[int, int, int, int]:
-    """A square of side `share` × the shorter image side centred on a hotspot point, clipped to the image."""
-    half = max(1, round(share * min(width, height) / 2))
-    cx, cy = round(x), round(y)
-    return (max(0, cx - half), max(0, cy - half), min(width, cx + half), min(height, cy + half))

@@ -29,7 +29,7 @@ from lookbench_live.schema.records import Generation, Product
 from lookbench_live.schema.taxonomy import NOT_VISIBLE, Taxonomy, values_match
 
 PRIOR_MODEL = "metadata-prior"
-PRIOR_VERSION = "prior-v1"  # the prompt_version of prior annotations: bump when the mapping rules change
+PRIOR_VERSION = "prior-v2"  # the prompt_version of prior annotations: bump when the mapping rules change
 # The groups that best tell one item of a category from another, most telling first: what a
 # shopper names first ("the leather one", "the striped one"); colour comes last because it
 # is the least stable across photos.

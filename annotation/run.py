@@ -51,6 +51,7 @@ from lookbench_live.annotation.endpoint import (
     EndpointUnavailable,
     RequestFailed,
 )
+from lookbench_live.annotation.hotspots import parse_hotspots
 from lookbench_live.annotation.pool import EndpointPool
 from lookbench_live.annotation.prior import (
     PRIOR_MODEL,
@@ -157,51 +158,6 @@ def _unique_refs(categories: dict[str, str | None]) -> dict[str, str | None]:
         if category:
             by_category[category].append(ref)
     return {c: (refs[0] if len(refs) == 1 else None) for c, refs in by_category.items()}
-
-
-def parse_hotspots(
-    boxes_json: str | None, width: int | None, height: int | None
-) -> tuple[list[tuple[str | None, tuple[int, int, int, int]]], list[str]]:
-    """A look's stated hotspots as pixel boxes, and the problems of those that are not usable.
-
-    A point hotspot becomes a square of 30% of the photo's shorter side centred on it.
-    """
-    if not boxes_json:
-        return [], []
-    try:
-        entries = json.loads(boxes_json)
-    except json.JSONDecodeError as exc:
-        return [], [f"boxes_json is not JSON: {exc}"]
-    if not isinstance(entries, list) or not width or not height:
-        return [], ["boxes_json is not a list, or the photo size is unknown"]
-    spots: list[tuple[str | None, tuple[int, int, int, int]]] = []
-    problems: list[str] = []
-    for entry in entries:
-        if not isinstance(entry, dict):
-            problems.append(f"hotspot {entry!r} is not an object")
-            continue
-        ref = entry.get("ref")
-        try:
-            if entry.get("bbox") is not None:
-                x0, y0, x1, y1 = (round(float(v)) for v in entry["bbox"])
-                box = (x0, y0, x1, y1)
-            elif entry.get("point") is not None:
-                px, py = (float(v) for v in entry["point"])
-                if not (0 <= px <= width and 0 <= py <= height):
-                    problems.append(f"hotspot point {entry['point']} is outside the {width}x{height} photo")
-                    continue
-                box = imgs.box_around_point(px, py, width, height)
-            else:
-                problems.append(f"hotspot {entry!r} has neither bbox nor point")
-                continue
-        except (TypeError, ValueError):
-            problems.append(f"hotspot {entry!r} is malformed")
-            continue
-        if not (0 <= box[0] < box[2] <= width and 0 <= box[1] < box[3] <= height):
-            problems.append(f"hotspot box {list(box)} is outside the {width}x{height} photo")
-            continue
-        spots.append((str(ref) if ref is not None else None, box))
-    return spots, problems
 
 
 def plan_units(lake: Lake, taxonomy: Taxonomy) -> Iterator[Unit]:

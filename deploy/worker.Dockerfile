@@ -3,9 +3,10 @@
 #   docker build -f deploy/worker.Dockerfile -t lookbench-live-worker .
 FROM python:3.11-slim
 
-# Playwright drives Debian's chromium by path (`playwright install` is not used).
+# Playwright drives Debian's chromium by path (`playwright install` is not used); jpegtran turns
+# EXIF-rotated JPEGs upright losslessly at ingestion.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends chromium \
+ && apt-get install -y --no-install-recommends chromium libjpeg-turbo-progs \
  && rm -rf /var/lib/apt/lists/*
 
 ENV PIP_NO_CACHE_DIR=1 \

@@ -135,3 +135,13 @@ def test_the_configured_takedown_contact_reaches_a_built_releases_card(tmp_path:
         broken.write_text(f"[release]\ncontact = {bad}\n")
         with pytest.raises(ConfigError, match=r"release\.contact"):
             load_settings(broken)
+
+
+def test_card_states_the_box_rules_and_flags_prior_mode_street_bands() -> None:
+    """Issue 22 §3: a reader learns what located each box, and when street boxes are only bands."""
+    body = dataset_card(INFO).split("---", 2)[2]
+    rules = body.split("## Boxes", 1)[1].split("## Terms of use", 1)[0]
+    assert "comes from what located the item" in rules and "EXIF orientation" in rules
+    assert "body-region bands" not in rules  # a VLM-annotated release: every box was located
+    prior = dataset_card({**INFO, "annotation_sources": ["metadata_prior"]}).split("## Boxes", 1)[1]
+    assert "body-region bands" in prior.split("## Terms of use", 1)[0]

@@ -196,6 +196,28 @@ def freshness_section(info: dict[str, Any]) -> list[str]:
     return lines
 
 
+BOX_RULES = (
+    "A `bbox` comes from what located the item: a look page's hotspot (percent",
+    "hotspots scaled by the photo's size; a point hotspot becomes a square around the point sized by a",
+    "fixed share of the photo), the annotating model's grounding, or a product photo's own item. Boxes",
+    "are pixels of the photo as a browser shows it: EXIF orientation is applied before anything is",
+    "hashed, boxed or cropped. `bbox` null means the whole image.",
+)
+PRIOR_STREET_BOXES = (
+    "This release was annotated (in part) by the metadata prior, with no model to locate garments:",
+    "its `aigen_streetlook` boxes are the layout prior's horizontal body-region bands of the generated",
+    "image (head to feet), not located garments.",
+)
+
+
+def box_rules(info: dict[str, Any]) -> list[str]:
+    """What the card says about `bbox`; a prior-mode release says its street-scene boxes are guesses."""
+    lines = list(BOX_RULES)
+    if "metadata_prior" in info.get("annotation_sources", []):
+        lines += ["", *PRIOR_STREET_BOXES]
+    return lines
+
+
 def dataset_card(info: dict[str, Any]) -> str:
     """A Hugging Face dataset card whose `configs:` map each subset to its files."""
     contact = info.get("contact") or DEFAULT_CONTACT
@@ -264,6 +286,10 @@ def dataset_card(info: dict[str, Any]) -> str:
         "",
         "Scoring: corpus = the subset's gallery plus `noise`; coarse hit = same `category`; fine hit = same",
         "`category` and `main_attribute`; overall = mean over subsets weighted by query count.",
+        "",
+        "## Boxes",
+        "",
+        *box_rules(info),
         "",
         "## Terms of use",
         "",

@@ -177,6 +177,7 @@ async def _ingest_url(
         byte_size=result.byte_size,
         hashes=valid.hashes,
         path=result.path,
+        detail=result.note,
     )
 
 

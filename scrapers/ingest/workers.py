@@ -12,7 +12,7 @@ one image at a time over a pipe and answers with the outcome. What bounds it:
   fragmented);
 - a worker that dies on an image (a parser crash, `os.abort`) costs only that image
   (`decoder_crash`): each worker has one image in flight, so the culprit is never in doubt.
-The worker also strips metadata, computes the sha256 and, for a local lake, writes the file
+The worker also applies the EXIF orientation (`orientation`), strips metadata, computes the sha256 and, for a local lake, writes the file
 (atomically, without fsync: the caller makes a whole batch durable before its rows commit,
 see `ingestor`), so the parent process only fetches. Workers start with a minimal
 environment (no credentials reach code that parses untrusted bytes).
@@ -29,6 +29,7 @@ import pickle
 import resource
 import signal
 import struct
+import subprocess
 import sys
 import uuid
 from collections import deque
@@ -38,6 +39,7 @@ from typing import Any
 
 from lookbench_live.config import IngestSettings
 from lookbench_live.scrapers.ingest.metadata import MetadataError, strip_metadata
+from lookbench_live.scrapers.ingest.orientation import upright
 from lookbench_live.scrapers.ingest.validator import ImageRejected, ValidImage, validate_image
 
 Validate = Callable[[bytes, IngestSettings], ValidImage]
@@ -56,6 +58,7 @@ class Processed:
     byte_size: int
     path: str | None  # the file written in a local lake (to make durable before commit)
     data: bytes | None  # the stripped bytes, when the caller stores them itself (object stores)
+    note: str | None = None  # how the EXIF orientation was applied, recorded in `images.detail`
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,11 +94,23 @@ def write_unsynced(path: str, data: bytes) -> None:
 def process_image(
     data: bytes, settings: IngestSettings, validate: Validate, image_path: Callable[[str], str] | None
 ) -> Processed | Refused:
-    """Validate by decoding, strip metadata, hash, and store when `image_path` is given."""
+    """Validate by decoding, make upright, strip metadata, hash, and store when `image_path` is given."""
     try:
         valid = validate(data, settings)
     except ImageRejected as exc:
         return Refused(exc.reason, exc.detail)
+    try:
+        oriented = upright(data, valid.format)
+    except (OSError, ValueError, SyntaxError, EOFError, subprocess.SubprocessError) as exc:
+        # Pillow's decode errors, as in the validator: the image is recorded, never half stored.
+        return Refused("orientation_error", f"{type(exc).__name__}: {exc}")
+    if oriented.method is not None:
+        # Size and perceptual hashes are those of the upright picture, the frame of every box.
+        data = oriented.data
+        try:
+            valid = validate(data, settings)
+        except ImageRejected as exc:
+            return Refused(exc.reason, exc.detail)
     try:
         # Metadata (EXIF GPS, XMP, text chunks) never enters the lake; pixel data is kept byte for byte.
         stripped = strip_metadata(data, valid.format)
@@ -103,10 +118,10 @@ def process_image(
         return Refused("malformed_container", str(exc))
     sha = hashlib.sha256(stripped).hexdigest()
     if image_path is None:
-        return Processed(valid, sha, len(stripped), None, stripped)
+        return Processed(valid, sha, len(stripped), None, stripped, oriented.note())
     path = image_path(sha)
     write_unsynced(path, stripped)
-    return Processed(valid, sha, len(stripped), path, None)
+    return Processed(valid, sha, len(stripped), path, None, oriented.note())
 
 
 def images_root(lake_home: str | None) -> str | None:
