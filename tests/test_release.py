@@ -89,7 +89,7 @@ def test_layout_columns_and_assembly_rules(lake: Lake) -> None:
     assert set(manifest["files"]) >= set(FILES) | {"README.md", "croissant.json"}
 
 
-def test_loads_untouched_with_pyarrow_duckdb_polars_and_datasets(lake: Lake) -> None:
+def test_loads_untouched_with_pyarrow_duckdb_polars_and_datasets(lake: Lake, tmp_path: Path) -> None:
     build(lake)
     base = Path(lake.path("releases", "v20261201"))
     query = base / "real_studio_flat" / "query.parquet"
@@ -105,11 +105,14 @@ def test_loads_untouched_with_pyarrow_duckdb_polars_and_datasets(lake: Lake) -> 
     assert frame.columns[:9] == list(PUBLISHED_COLUMNS)
     import datasets
 
-    ds = datasets.load_dataset("parquet", data_files={"query": str(query)}, split="query")
+    # A cache of this test's own: the shared one can hold an earlier run's table for the same
+    # (reused) temp path, and would answer with its row count.
+    cache = str(tmp_path / "hf-datasets-cache")
+    ds = datasets.load_dataset("parquet", data_files={"query": str(query)}, split="query", cache_dir=cache)
     ds = ds.cast_column("image", datasets.Image())
     assert ds[0]["image"].size[0] > 0
     # the dataset card's `configs:` resolve each subset's splits
-    by_config = datasets.load_dataset(str(base), "real_streetlook")
+    by_config = datasets.load_dataset(str(base), "real_streetlook", cache_dir=cache)
     assert set(by_config) == {"query", "gallery"}
     assert by_config["query"].num_rows == pq.read_table(base / "real_streetlook" / "query.parquet").num_rows
 
