@@ -28,7 +28,14 @@ import pyarrow.parquet as pq
 from lookbench_live.schema.release import ReleaseKeyError, check_file_key
 from lookbench_live.warehouse.card import patch_card_rows, patch_croissant_checksums
 from lookbench_live.warehouse.lake import Lake, atomic_write_bytes, parquet_bytes
-from lookbench_live.warehouse.release import MANIFEST, read_manifest, release_dir, resolve_version
+from lookbench_live.warehouse.release import (
+    MANIFEST,
+    ReleaseWithdrawn,
+    read_manifest,
+    release_dir,
+    resolve_version,
+    withdrawal,
+)
 from lookbench_live.warehouse.takedown import filter_release_files, load_takedowns
 
 
@@ -132,6 +139,9 @@ def _same_release(existing: bytes | None, original: bytes) -> bool:
 
 def export_release(lake: Lake, version: str, destination: str) -> ExportResult:
     version = resolve_version(lake, version)
+    record = withdrawal(lake, version)
+    if record is not None:  # a withdrawn release is never served again (docs/takedown.md)
+        raise ReleaseWithdrawn(version, record)
     manifest, data = _snapshot(lake, version)
     _check(manifest, data, f"release {version} in the lake")
     original = data[MANIFEST]

@@ -31,7 +31,7 @@ from lookbench_live.flows.progress import stage_counts, stage_progress
 from lookbench_live.flows.runtime import RunSpec, default_as_of, parse_moment, task_runner
 from lookbench_live.flows.summary import markdown_summary, publish_artifact, rejection_counts
 from lookbench_live.schema.records import Rejection
-from lookbench_live.schema.release import SUBSETS
+from lookbench_live.schema.release import SUBSETS, version_key
 from lookbench_live.warehouse.assemble import Window
 from lookbench_live.warehouse.lake import Lake, LakeError
 from lookbench_live.warehouse.release import (
@@ -64,7 +64,7 @@ def previous_release(lake: Lake, before: str) -> tuple[str, dt.datetime | None] 
     A release whose gate failed does not use up its window: the next run covers it again.
     """
     for version in reversed(committed_versions(lake)):
-        if version < before:
+        if version_key(version) < version_key(before):
             manifest = read_manifest(lake, version)
             if gate_passed(manifest):
                 return version, parse_moment(manifest.get("window", {}).get("end"))

@@ -189,6 +189,13 @@ def dataset_card(info: dict[str, Any]) -> str:
         "A LookBench-compatible fashion image-retrieval release built by lookbench-live.",
         "",
         f"- Items first seen in the window {window['start']} .. {window['end']} ({window['rule']}).",
+        *(
+            [
+                f"- Supersedes release {info['supersedes']}: a correction of it (same window), which is withdrawn."
+            ]
+            if info.get("supersedes")
+            else []
+        ),
         f"- Taxonomy version: {info['taxonomy_version']}.",
         f"- Annotation: {', '.join(info['annotation_models']) or 'none'}"
         f" (sources: {', '.join(info['annotation_sources']) or 'none'}).",
@@ -231,6 +238,14 @@ def dataset_card(info: dict[str, Any]) -> str:
         f"To have an item removed, contact {contact} with its page URL, `source_url` or `sha256`. The item is",
         "added to the pipeline's takedown list: it is left out of every later release and removed from",
         "re-exports of published ones.",
+        "",
+        "## Versions",
+        "",
+        f"A published version never changes: the files of {info['version']} and their checksums in",
+        "`manifest.json` stay as they are. A correction (a takedown, a fixed label) is a new version",
+        "`vYYYYMMDD.N`, sorting after `vYYYYMMDD`, whose card names the version it supersedes; the",
+        "superseded version is withdrawn. A withdrawn version (a legal takedown, a wrong gate) leaves",
+        "`latest`, version ranges and exports; its withdrawal is recorded with its reason.",
         "",
     ]
     return "\n".join(lines)
