@@ -41,6 +41,7 @@ from lookbench_live.warehouse.release import (
 from lookbench_live.warehouse.takedown import load_takedowns, takedown_hits
 
 CHUNK = 1 << 20  # bytes per read and write: the export's memory bound per file
+MAX_MANIFEST = 1 << 24  # a manifest in an archive larger than this is not one of ours
 
 
 class ExportError(RuntimeError):
@@ -325,7 +326,9 @@ def _read_tar(handle: BinaryIO, version: str) -> tuple[bytes | None, dict[str, t
             assert data is not None
             rel = member.name[len(version) + 1 :]
             if rel == MANIFEST:
-                manifest = data.read(1 << 24)  # a manifest is kilobytes; a larger one is not ours
+                if member.size > MAX_MANIFEST:  # a manifest is kilobytes; a larger one is not ours
+                    raise ExportError(f"archive member {member.name!r} is too large to be a manifest")
+                manifest = data.read()
             else:
                 digests[rel] = _digest(data)  # type: ignore[arg-type]
     return manifest, digests
