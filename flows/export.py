@@ -103,6 +103,9 @@ def destination_fs(destination: str, lake: Lake) -> tuple[fsspec.AbstractFileSys
         target, home = Path(path).resolve(), Path(lake.root).resolve()
         if target == home or home in target.parents:
             raise ExportError(f"--to {destination} lies inside the lake {lake.home}; export outside it")
+    elif type(fs) is type(lake.fs) and f"{path.rstrip('/')}/".startswith(f"{lake.root.rstrip('/')}/"):
+        # The same object store: keys, no links, so the prefix says it.
+        raise ExportError(f"--to {destination} lies inside the lake {lake.home}; export outside it")
     return fs, path.rstrip("/") or path
 
 
