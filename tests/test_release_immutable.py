@@ -202,3 +202,34 @@ def lakefill_rows(base: Path, rel: str) -> list[dict]:
     import pyarrow.parquet as pq
 
     return pq.read_table(base / rel, columns=["sha256", "item_ID"]).to_pylist()
+
+
+def test_the_cli_corrects_lists_and_withdraws(lake: Lake) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from lookbench_live.warehouse.cli import register
+
+    app = typer.Typer()
+    register(app)
+    build(lake)
+    runner = CliRunner()
+    corrected = runner.invoke(
+        app, ["release", "correct", VERSION, "--reason", "request #12", "--home", lake.home]
+    )
+    assert corrected.exit_code == 0, corrected.output
+    assert f"release v20261201.1: supersedes {VERSION}" in corrected.output
+    listed = runner.invoke(app, ["release", "list", "--home", lake.home])
+    lines = listed.output.splitlines()
+    assert (
+        lines[0].startswith(f"  {VERSION}")
+        and "withdrawn: superseded by v20261201.1: request #12" in lines[0]
+    )
+    assert lines[1].startswith("* v20261201.1")
+    withdrawn = runner.invoke(
+        app, ["release", "withdraw", "v20261201.1", "--reason", "wrong gate", "--home", lake.home]
+    )
+    assert withdrawn.exit_code == 0, withdrawn.output
+    assert "no release is latest now" in withdrawn.output and read_latest(lake) is None
+    again = runner.invoke(app, ["release", "withdraw", "v20261201.1", "--reason", "x", "--home", lake.home])
+    assert again.exit_code != 0 and isinstance(again.exception, ReleaseWithdrawn)

@@ -12,7 +12,9 @@ import typer
 release_app = typer.Typer(
     help="Build, verify and list dated releases.\n\nExamples:\n\n"
     "  lookbench-live release build --version v20261201 --window 2026-11-01..2026-12-01\n\n"
-    "  lookbench-live release verify latest\n\n  lookbench-live release list",
+    "  lookbench-live release verify latest\n\n  lookbench-live release list\n\n"
+    '  lookbench-live release correct v20261201 --reason "takedown #12"\n\n'
+    '  lookbench-live release withdraw v20261201 --reason "legal takedown"',
     no_args_is_help=True,
 )
 
