@@ -275,7 +275,15 @@ def leaderboard_rows(lake: Any) -> list[dict[str, Any]]:
         con.register("evaluations", evaluations)
         cursor = con.execute(LEADERBOARD_SQL)
         names = [d[0] for d in cursor.description]
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    # Newest release first in the one version order (SQL's string order puts v20261201.10
+    # before v20261201.2); a stable sort keeps the SQL's order within a release. A withdrawn
+    # release is not ranked.
+    from lookbench_live.warehouse.release import release_order_key, withdrawn_versions
+
+    withdrawn = withdrawn_versions(lake)
+    rows = [row for row in rows if row["release"] not in withdrawn]
+    return sorted(rows, key=lambda row: release_order_key(row["release"]), reverse=True)
 
 
 def leaderboard(

@@ -17,14 +17,23 @@ import numpy as np
 
 from lookbench_live.evaluation.evaluate import EvaluationRun, metric_names, run_evaluation
 from lookbench_live.evaluation.release_data import query_moment
+from lookbench_live.schema.release import version_key
 from lookbench_live.warehouse.lake import Lake
-from lookbench_live.warehouse.release import ReleaseError, check_version, committed_versions, resolve_version
+from lookbench_live.warehouse.release import (
+    ReleaseError,
+    ReleaseWithdrawn,
+    check_version,
+    current_versions,
+    resolve_version,
+    withdrawal,
+)
 
 
 def resolve_range(lake: Lake, spec: str) -> list[str]:
     """Committed versions named by `spec`: `vA..vB` (inclusive, either end may be `latest` or
-    empty), `all`, a comma list, or one version; oldest first."""
-    versions = committed_versions(lake)
+    empty), `all`, a comma list, or one version; oldest first (`version_key`). Withdrawn
+    releases are never chosen, not even by name."""
+    versions = current_versions(lake)
     if not versions:
         raise ReleaseError(f"no committed release in {lake.home}")
     if spec == "all":
@@ -34,11 +43,16 @@ def resolve_range(lake: Lake, spec: str) -> list[str]:
         start, _, end = spec.partition("..")
         low = _bound(lake, start, versions[0])
         high = _bound(lake, end, versions[-1])
-        chosen = [v for v in versions if low <= v <= high]
+        chosen = [v for v in versions if version_key(low) <= version_key(v) <= version_key(high)]
         if not chosen:
             raise ReleaseError(f"no committed release in {spec} (committed: {', '.join(versions)})")
         return chosen
-    return [resolve_version(lake, v.strip()) for v in spec.split(",") if v.strip()]
+    named = [resolve_version(lake, v.strip()) for v in spec.split(",") if v.strip()]
+    for version in named:
+        record = withdrawal(lake, version)
+        if record is not None:
+            raise ReleaseWithdrawn(version, record)
+    return sorted(named, key=version_key)
 
 
 def _bound(lake: Lake, text: str, default: str) -> str:

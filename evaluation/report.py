@@ -39,8 +39,9 @@ from PIL import Image
 from lookbench_live.evaluation.baseline import BASELINE_NAME
 from lookbench_live.evaluation.evaluate import EvaluationRun
 from lookbench_live.evaluation.release_data import NOISE, SUBSETS, ReleaseData, iter_images, load_release
+from lookbench_live.schema.release import version_key
 from lookbench_live.warehouse.lake import Lake, atomic_write_bytes
-from lookbench_live.warehouse.release import MANIFEST, committed_versions, release_dir
+from lookbench_live.warehouse.release import MANIFEST, current_versions, release_dir
 
 THUMB = 96  # px, longest side
 GRID_K = 5
@@ -111,7 +112,7 @@ def _day(moment: dt.datetime | None) -> str:
 # ---------------------------------------------------------------------- reading releases
 def previous_version(lake: Lake, version: str) -> str | None:
     """The committed release with the greatest version below `version` (through manifests)."""
-    older = [v for v in committed_versions(lake) if v < version]
+    older = [v for v in current_versions(lake) if version_key(v) < version_key(version)]
     return older[-1] if older else None
 
 
@@ -454,7 +455,7 @@ def _leaderboard(
 ) -> dict[str, Any]:
     """Models × releases: overall `LEADERBOARD_METRIC` (all queries, no `--after`) of each committed
     release up to this one, from the `evaluations` table, this release's runs taking precedence."""
-    releases = [v for v in committed_versions(lake) if v < version] + [version]
+    releases = [v for v in current_versions(lake) if version_key(v) < version_key(version)] + [version]
     scores: dict[str, dict[str, str]] = defaultdict(dict)
     for row in stored.to_pylist():
         if row["subset"] != "overall" or row["after"] or row["release"] not in releases:

@@ -135,9 +135,8 @@ def export(
     typer.echo(
         f"release {result.version}: {result.files} files, {result.bytes} bytes {state} at {result.destination}"
     )
-    if result.removed:  # takedowns: the exported copy has its own manifest
-        rows = sum(n for reasons in result.removed.values() for n in reasons.values())
-        typer.echo(f"left out {rows} taken-down rows (see `takedown` in the exported manifest.json)")
+    for old in result.removed_superseded:  # a correction: the copy of what it supersedes goes
+        typer.echo(f"removed the export of {old}, which {result.version} supersedes")
 
 
 def serve(

@@ -1,35 +1,47 @@
 """Export a committed release snapshot to a folder, an fsspec URL (s3://…) or a .tar archive.
 
-The copy is verified at the destination (every checksum of the manifest, nothing missing or
-extra). A destination that already holds a *different* snapshot is never overwritten; one
-that holds the same snapshot is left as it is.
+The export is a byte copy of the published release: every file is streamed in `CHUNK` pieces
+(to the folder, or into a streamed tar), hashed as it is read and refused if it does not match
+its manifest checksum, then verified again at the destination (every checksum of the manifest,
+nothing missing or extra), read back in chunks. No file is ever read whole, so the peak memory
+is a few chunks whatever the release's size (docs/benchmarks.md, "Export memory").
 
-Takedowns (`warehouse/takedown.py`) apply to every export: rows they match are left out (and
-the queries left without a gallery match), the Parquet files are rewritten without them, and
-the exported copy gets its own manifest (new checksums and row counts, `takedown` saying what
-was removed and from which original manifest), with the dataset card's row table and the
-Croissant checksums updated to match. A destination holding an earlier export of the same
-release is replaced, so a takedown reaches copies already exported.
+A published release never changes (docs/release.md, "Published means immutable"), so an export
+never rewrites one: a release that holds a row on the takedown list, or that was withdrawn, is
+refused, and the correction (`release correct VERSION`, a new version `vYYYYMMDD.N` without the
+rows) is what gets exported; exporting it into a folder that holds the superseded version's
+export removes that copy (docs/takedown.md). A destination that already holds a *different*
+snapshot is never overwritten; one that holds the same snapshot is left as it is.
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
-import io
-import json
+import os
 import re
 import tarfile
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
 
 import fsspec
-import pyarrow.parquet as pq
 
 from lookbench_live.schema.release import ReleaseKeyError, check_file_key
-from lookbench_live.warehouse.card import patch_card_rows, patch_croissant_checksums
-from lookbench_live.warehouse.lake import Lake, atomic_write_bytes, parquet_bytes
-from lookbench_live.warehouse.release import MANIFEST, read_manifest, release_dir, resolve_version
-from lookbench_live.warehouse.takedown import filter_release_files, load_takedowns
+from lookbench_live.warehouse.lake import Lake, atomic_write_bytes
+from lookbench_live.warehouse.release import (
+    MANIFEST,
+    ReleaseWithdrawn,
+    read_manifest,
+    release_dir,
+    resolve_version,
+    withdrawal,
+)
+from lookbench_live.warehouse.takedown import load_takedowns, takedown_hits
+
+CHUNK = 1 << 20  # bytes per read and write: the export's memory bound per file
+MAX_MANIFEST = 1 << 24  # a manifest in an archive larger than this is not one of ours
 
 
 class ExportError(RuntimeError):
@@ -43,7 +55,8 @@ class ExportResult:
     files: int
     bytes: int
     already_there: bool
-    removed: dict[str, dict[str, int]] = field(default_factory=dict)  # file -> takedown reason -> rows
+    # Exports of the releases this one supersedes that were removed from the destination folder.
+    removed_superseded: list[str] = field(default_factory=list)
 
 
 # What a manifest's file key may look like: a relative path of plain segments (R12). Keys are
@@ -64,144 +77,247 @@ def safe_relative_path(rel: object) -> str:
         raise ExportError(f"{exc}; refusing to export") from exc
 
 
-def _snapshot(lake: Lake, version: str) -> tuple[dict, dict[str, bytes]]:
+# ---------------------------------------------------------------------- the destination
+# `scheme:` at the start of a destination: then it must be a whole URL, `scheme://path`.
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+
+
+def destination_fs(destination: str, lake: Lake) -> tuple[fsspec.AbstractFileSystem, str]:
+    """The filesystem and path of `destination`, refused (ExportError) when it is a malformed URL
+    (`s3:/x` would be a local folder named `s3:`), names an unknown protocol, or lies inside the
+    lake (an export into the lake's own release folder would overwrite the release it reads)."""
+    scheme = _SCHEME.match(destination)
+    if scheme is not None:
+        rest = destination[scheme.end() :]
+        if not rest.startswith("//") or not rest[2:].strip("/"):
+            raise ExportError(
+                f"--to {destination!r} is not a URL of the form {scheme.group(1)}://bucket/path "
+                "(write ./ before a local path with a colon)"
+            )
+        try:
+            fsspec.get_filesystem_class(scheme.group(1).lower())
+        except (ValueError, ImportError) as exc:
+            raise ExportError(f"--to {destination!r}: no filesystem for {scheme.group(1)!r} ({exc})") from exc
+    fs, path = fsspec.core.url_to_fs(destination)
+    if isinstance(fs, fsspec.implementations.local.LocalFileSystem) and lake.local:
+        target, home = Path(path).resolve(), Path(lake.root).resolve()
+        if target == home or home in target.parents:
+            raise ExportError(f"--to {destination} lies inside the lake {lake.home}; export outside it")
+    elif type(fs) is type(lake.fs) and f"{path.rstrip('/')}/".startswith(f"{lake.root.rstrip('/')}/"):
+        # The same object store: keys, no links, so the prefix says it.
+        raise ExportError(f"--to {destination} lies inside the lake {lake.home}; export outside it")
+    return fs, path.rstrip("/") or path
+
+
+def _tmp_beside(path: str) -> str:
+    head, _, tail = path.rpartition("/")
+    return f"{head}/.tmp-{tail}-{uuid.uuid4().hex[:12]}"
+
+
+def _place(fs: fsspec.AbstractFileSystem, tmp: str, path: str) -> None:
+    """Move a finished temp file to its name: readers see the whole file or none."""
+    if isinstance(fs, fsspec.implementations.local.LocalFileSystem):
+        os.replace(tmp, path)
+    else:
+        fs.mv(tmp, path)
+
+
+# ---------------------------------------------------------------------- streaming
+class _CheckedReader:
+    """A source file read in chunks, hashed as it goes: `check` says whether the bytes read were
+    the ones its manifest names (a file altered in the lake is never exported as good)."""
+
+    def __init__(self, handle: BinaryIO, rel: str, entry: dict[str, Any], where: str) -> None:
+        self._handle, self.rel, self._entry, self._where = handle, rel, entry, where
+        self._digest, self.size = hashlib.sha256(), 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._handle.read(CHUNK if n is None or n < 0 else min(n, CHUNK))
+        self._digest.update(data)
+        self.size += len(data)
+        return data
+
+    def check(self) -> None:
+        if self._digest.hexdigest() != self._entry.get("sha256") or self.size != self._entry.get("size"):
+            raise ExportError(f"{self._where}: {self.rel} does not match its manifest checksum")
+
+
+def _copy(src: BinaryIO, out: BinaryIO) -> None:
+    while chunk := src.read(CHUNK):
+        out.write(chunk)
+
+
+def _digest(handle: BinaryIO) -> tuple[str, int]:
+    digest, size = hashlib.sha256(), 0
+    while chunk := handle.read(CHUNK):
+        digest.update(chunk)
+        size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def _check_digests(manifest: dict[str, Any], digests: dict[str, tuple[str, int]], where: str) -> None:
+    listed = set(manifest["files"])
+    if set(digests) != listed:
+        missing, extra = sorted(listed - set(digests)), sorted(set(digests) - listed)
+        raise ExportError(f"{where}: missing {missing} extra {extra}")
+    for rel, entry in manifest["files"].items():
+        if digests[rel] != (entry.get("sha256"), entry.get("size")):
+            raise ExportError(f"{where}: {rel} does not match its manifest checksum")
+
+
+# ---------------------------------------------------------------------- export
+def export_release(lake: Lake, version: str, destination: str) -> ExportResult:
+    version = resolve_version(lake, version)
+    record = withdrawal(lake, version)
+    if record is not None:  # a withdrawn release is never served again (docs/takedown.md)
+        raise ReleaseWithdrawn(version, record)
+    fs, root = destination_fs(destination, lake)
     manifest = read_manifest(lake, version)
     for rel in manifest["files"]:
         safe_relative_path(rel)
     base = release_dir(lake, version)
-    data = {rel: lake.fs.cat_file(f"{base}/{rel}") for rel in manifest["files"]}
-    data[MANIFEST] = lake.fs.cat_file(f"{base}/{MANIFEST}")
-    return manifest, data
-
-
-def _check(manifest: dict, data: dict[str, bytes], where: str) -> None:
-    listed = set(manifest["files"]) | {MANIFEST}
-    if set(data) != listed:
-        missing, extra = sorted(listed - set(data)), sorted(set(data) - listed)
-        raise ExportError(f"{where}: missing {missing} extra {extra}")
-    for rel, entry in manifest["files"].items():
-        if hashlib.sha256(data[rel]).hexdigest() != entry["sha256"] or len(data[rel]) != entry["size"]:
-            raise ExportError(f"{where}: {rel} does not match its manifest checksum")
-
-
-def _without_takedowns(
-    lake: Lake, manifest: dict, data: dict[str, bytes]
-) -> tuple[dict, dict[str, bytes], dict]:
-    """The snapshot minus taken-down rows, with a manifest of its own; unchanged when nothing matches."""
-    filtered = filter_release_files(data, load_takedowns(lake), parquet_bytes)
-    if not filtered.data:
-        return manifest, data, {}
-    out = dict(data)
-    new = copy.deepcopy(manifest)
-    for rel, blob in filtered.data.items():
-        rows = pq.ParquetFile(io.BytesIO(blob)).metadata.num_rows
-        out[rel] = blob
-        new["files"][rel] = {"rows": rows, "sha256": hashlib.sha256(blob).hexdigest(), "size": len(blob)}
-        if isinstance(new.get("rows"), dict) and rel in new["rows"]:
-            new["rows"][rel] = rows
-    # The card's row table and Croissant's per-file checksums describe the files: keep them true.
-    if "README.md" in out:
-        out["README.md"] = patch_card_rows(out["README.md"].decode(), new.get("rows", {})).encode()
-    if "croissant.json" in out:
-        checksums = {rel: entry["sha256"] for rel, entry in new["files"].items() if rel.endswith(".parquet")}
-        out["croissant.json"] = patch_croissant_checksums(out["croissant.json"].decode(), checksums).encode()
-    for rel in ("README.md", "croissant.json"):
-        if rel in out and rel in new["files"]:
-            new["files"][rel] = {"sha256": hashlib.sha256(out[rel]).hexdigest(), "size": len(out[rel])}
-    new["takedown"] = {
-        "source_manifest_sha256": hashlib.sha256(data[MANIFEST]).hexdigest(),
-        "removed": filtered.removed,
-    }
-    out[MANIFEST] = json.dumps(new, indent=2, sort_keys=True).encode()
-    return new, out, filtered.removed
-
-
-def _same_release(existing: bytes | None, original: bytes) -> bool:
-    """Whether ``existing`` (a destination's manifest) is an export of the release ``original``
-    describes, before or after takedowns: such a copy may be replaced by a newer export."""
-    if existing is None:
-        return False
-    if existing == original:
-        return True
-    try:
-        source = json.loads(existing).get("takedown", {}).get("source_manifest_sha256")
-    except (ValueError, AttributeError):
-        return False
-    return source == hashlib.sha256(original).hexdigest()
-
-
-def export_release(lake: Lake, version: str, destination: str) -> ExportResult:
-    version = resolve_version(lake, version)
-    manifest, data = _snapshot(lake, version)
-    _check(manifest, data, f"release {version} in the lake")
-    original = data[MANIFEST]
-    manifest, data, removed = _without_takedowns(lake, manifest, data)
-    _check(manifest, data, f"release {version} without its takedowns")
-    total = sum(len(v) for v in data.values())
+    manifest_bytes = lake.fs.cat_file(f"{base}/{MANIFEST}")
+    held = takedown_hits(lake, base, manifest["files"], load_takedowns(lake))
+    if held:
+        rows = sum(held.values())
+        raise ExportError(
+            f"release {version} holds {rows} rows on the takedown list ({', '.join(sorted(held))}); a "
+            f"published release never changes: `release correct {version} --reason ...` makes its "
+            "correction without them, export that"
+        )
+    total = sum(int(entry["size"]) for entry in manifest["files"].values()) + len(manifest_bytes)
+    files = len(manifest["files"]) + 1
     if destination.endswith(".tar"):
-        return _export_tar(version, manifest, data, destination, total, original, removed)
-    fs, root = fsspec.core.url_to_fs(destination)
-    target = f"{root.rstrip('/')}/{version}"
-    existing_manifest = f"{target}/{MANIFEST}"
+        done = _export_tar(lake, version, base, manifest, manifest_bytes, fs, root, destination)
+        return ExportResult(version, destination, files, total, done)
+    target = f"{root}/{version}"
     where = f"{destination.rstrip('/')}/{version}"
-    if fs.exists(existing_manifest):
-        existing = fs.cat_file(existing_manifest)
-        if existing == data[MANIFEST]:
-            copied = {rel: fs.cat_file(f"{target}/{rel}") for rel in manifest["files"]}
-            copied[MANIFEST] = data[MANIFEST]
-            _check(manifest, copied, where)
-            return ExportResult(version, where, len(data), total, True, removed)
-        if not _same_release(existing, original):
+    if fs.exists(f"{target}/{MANIFEST}"):
+        if fs.cat_file(f"{target}/{MANIFEST}") != manifest_bytes:
             raise ExportError(
                 f"{destination} already holds a different snapshot of {version}; refusing to overwrite"
             )
-        # An earlier export of this release (before a takedown): replace it below.
-    elif fs.exists(target) and fs.ls(target):
+        _verify_folder(fs, target, manifest, where)
+        return ExportResult(version, where, files, total, True)
+    if fs.exists(target) and fs.ls(target):
         raise ExportError(f"{destination}/{version} exists without a manifest; refusing to write into it")
     for rel in sorted(manifest["files"]):  # data first, the manifest last: it is the commit point
-        atomic_write_bytes(fs, f"{target}/{rel}", data[rel])
-    atomic_write_bytes(fs, existing_manifest, data[MANIFEST])
-    present = {p[len(target) + 1 :] for p in fs.find(target)}
-    copied = {rel: fs.cat_file(f"{target}/{rel}") for rel in present}
-    _check(manifest, copied, where)
-    return ExportResult(version, where, len(data), total, False, removed)
+        path = f"{target}/{rel}"
+        fs.makedirs(path.rpartition("/")[0], exist_ok=True)
+        tmp = _tmp_beside(path)
+        try:
+            with lake.fs.open(f"{base}/{rel}", "rb") as src, fs.open(tmp, "wb") as out:
+                reader = _CheckedReader(src, rel, manifest["files"][rel], f"release {version} in the lake")
+                _copy(reader, out)  # type: ignore[arg-type]
+            reader.check()
+            _place(fs, tmp, path)
+        finally:
+            if fs.exists(tmp):
+                fs.rm_file(tmp)
+    atomic_write_bytes(fs, f"{target}/{MANIFEST}", manifest_bytes)
+    _verify_folder(fs, target, manifest, where)
+    removed = _remove_superseded(lake, manifest, fs, root)
+    return ExportResult(version, where, files, total, False, removed)
+
+
+def _verify_folder(fs: fsspec.AbstractFileSystem, target: str, manifest: dict[str, Any], where: str) -> None:
+    present = {p[len(target) + 1 :] for p in fs.find(target)} - {MANIFEST}
+    digests = {}
+    for rel in present:
+        with fs.open(f"{target}/{rel}", "rb") as handle:
+            digests[rel] = _digest(handle)
+    _check_digests(manifest, digests, where)
+
+
+def _remove_superseded(
+    lake: Lake, manifest: dict[str, Any], fs: fsspec.AbstractFileSystem, root: str
+) -> list[str]:
+    """A takedown reaches copies already exported: exporting a correction into a folder that holds
+    the export of the version it supersedes (the very bytes of its lake manifest) removes it."""
+    old = manifest.get("supersedes")
+    if not isinstance(old, str):
+        return []
+    try:
+        old_manifest = lake.fs.cat_file(f"{release_dir(lake, old)}/{MANIFEST}")
+    except FileNotFoundError:
+        return []
+    path = f"{root}/{old}"
+    try:
+        there = fs.cat_file(f"{path}/{MANIFEST}")
+    except FileNotFoundError:
+        return []
+    if there != old_manifest:
+        return []  # not our export of it: never touched
+    fs.rm_file(f"{path}/{MANIFEST}")  # first: the copy stops being a release at once
+    fs.rm(path, recursive=True)
+    return [old]
 
 
 def _export_tar(
+    lake: Lake,
     version: str,
-    manifest: dict,
-    data: dict[str, bytes],
+    base: str,
+    manifest: dict[str, Any],
+    manifest_bytes: bytes,
+    fs: fsspec.AbstractFileSystem,
+    path: str,
     destination: str,
-    total: int,
-    original: bytes,
-    removed: dict,
-) -> ExportResult:
-    fs, path = fsspec.core.url_to_fs(destination)
+) -> bool:
+    """Stream the release into `path` as a tar; True when the same snapshot was already there."""
     if fs.exists(path):
         with fs.open(path, "rb") as handle:
-            existing = _read_tar(handle.read(), version)
-        if existing.get(MANIFEST) == data[MANIFEST]:
-            _check(manifest, existing, destination)
-            return ExportResult(version, destination, len(data), total, True, removed)
-        if not _same_release(existing.get(MANIFEST), original):
+            existing, digests = _read_tar(handle, version)
+        if existing != manifest_bytes:
             raise ExportError(f"{destination} already holds a different snapshot; refusing to overwrite")
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for rel in sorted(data):
-            info = tarfile.TarInfo(f"{version}/{rel}")
-            info.size = len(data[rel])
-            info.mtime = 0  # reproducible archives
-            tar.addfile(info, io.BytesIO(data[rel]))
-    atomic_write_bytes(fs, path, buffer.getvalue())
+        _check_digests(manifest, digests, destination)
+        return True
+    tmp = _tmp_beside(path)
+    try:
+        with fs.open(tmp, "wb") as out, tarfile.open(fileobj=out, mode="w|") as tar:
+            for rel in sorted(manifest["files"]):
+                entry = manifest["files"][rel]
+                with lake.fs.open(f"{base}/{rel}", "rb") as src:
+                    reader = _CheckedReader(src, rel, entry, f"release {version} in the lake")
+                    tar.addfile(_member(version, rel, int(entry["size"])), reader)  # type: ignore[arg-type]
+                reader.check()
+            tar.addfile(_member(version, MANIFEST, len(manifest_bytes)), _Bytes(manifest_bytes))  # type: ignore[arg-type]
+        _place(fs, tmp, path)
+    finally:
+        if fs.exists(tmp):
+            fs.rm_file(tmp)
     with fs.open(path, "rb") as handle:
-        _check(manifest, _read_tar(handle.read(), version), destination)
-    return ExportResult(version, destination, len(data), total, False, removed)
+        written, digests = _read_tar(handle, version)
+    if written != manifest_bytes:
+        raise ExportError(f"{destination}: {MANIFEST} does not match the release's")
+    _check_digests(manifest, digests, destination)
+    return False
 
 
-def _read_tar(blob: bytes, version: str) -> dict[str, bytes]:
-    out: dict[str, bytes] = {}
-    with tarfile.open(fileobj=io.BytesIO(blob), mode="r") as tar:
-        for member in tar.getmembers():
+def _member(version: str, rel: str, size: int) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(f"{version}/{rel}")
+    info.size = size
+    info.mtime = 0  # reproducible archives
+    return info
+
+
+class _Bytes:
+    """The manifest (small, already in memory) as a file for `tarfile.addfile`."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data, self._at = data, 0
+
+    def read(self, n: int = -1) -> bytes:
+        end = len(self._data) if n is None or n < 0 else self._at + n
+        chunk, self._at = self._data[self._at : end], min(end, len(self._data))
+        return chunk
+
+
+def _read_tar(handle: BinaryIO, version: str) -> tuple[bytes | None, dict[str, tuple[str, int]]]:
+    """(manifest bytes, rel -> (sha256, size) of every other member), streamed member by member."""
+    manifest: bytes | None = None
+    digests: dict[str, tuple[str, int]] = {}
+    with tarfile.open(fileobj=handle, mode="r|") as tar:
+        for member in _members(tar):
             # Only regular files under the version folder; never follow links or leave it.
             if (
                 not member.isfile()
@@ -209,7 +325,18 @@ def _read_tar(blob: bytes, version: str) -> dict[str, bytes]:
                 or ".." in member.name.split("/")
             ):
                 raise ExportError(f"unexpected archive member {member.name!r}")
-            handle = tar.extractfile(member)
-            assert handle is not None
-            out[member.name[len(version) + 1 :]] = handle.read()
-    return out
+            data = tar.extractfile(member)
+            assert data is not None
+            rel = member.name[len(version) + 1 :]
+            if rel == MANIFEST:
+                if member.size > MAX_MANIFEST:  # a manifest is kilobytes; a larger one is not ours
+                    raise ExportError(f"archive member {member.name!r} is too large to be a manifest")
+                manifest = data.read()
+            else:
+                digests[rel] = _digest(data)  # type: ignore[arg-type]
+    return manifest, digests
+
+
+def _members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
+    while (member := tar.next()) is not None:
+        yield member

@@ -45,8 +45,7 @@ from lookbench_live.warehouse.release import (
     StagedRelease,
     check_earlier_releases,
     commit_release,
-    committed_versions,
-    gate_passed,
+    previous_published,
     read_manifest,
     stage_release,
     version_for,
@@ -62,22 +61,9 @@ ALL_STAGES = ("crawl", "ingest", "dedup", "annotate", "generate", "audit", "rele
 BACKFILL_STAGES = ("dedup", "annotate", "audit", "release", "evaluate")
 
 
-def previous_release(lake: Lake, before: str) -> tuple[str, dt.datetime | None] | None:
-    """The newest committed release before `before` whose gate passed (or had none), and its end.
-
-    A release whose gate failed does not use up its window: the next run covers it again.
-    """
-    for version in reversed(committed_versions(lake)):
-        if version < before:
-            manifest = read_manifest(lake, version)
-            if gate_passed(manifest):
-                return version, parse_moment(manifest.get("window", {}).get("end"))
-    return None
-
-
 def previous_window_end(lake: Lake, before: str) -> dt.datetime | None:
-    """Where the newest counted release before `before` stopped: the refresh's default start."""
-    found = previous_release(lake, before)
+    """Where the newest published release before `before` stopped: the refresh's default start."""
+    found = previous_published(lake, before)
     return found[1] if found else None
 
 
@@ -234,7 +220,7 @@ def check(run: Run) -> Run:
     if run.staged is None:
         return run
     rows = {rel: int(entry.get("rows", 0)) for rel, entry in run.staged.files.items() if "rows" in entry}
-    previous = previous_release(run.lake, run.spec.version)
+    previous = previous_published(run.lake, run.spec.version)
     previous_queries = None
     if previous is not None:
         counts = read_manifest(run.lake, previous[0]).get("rows", {})
@@ -409,7 +395,7 @@ def report(run: Run) -> Run:
         return run
     from lookbench_live.evaluation import report as report_mod
 
-    previous = previous_release(run.lake, run.spec.version)
+    previous = previous_published(run.lake, run.spec.version)
     context = {
         "sites": run.sites,
         "gate": run.gate,

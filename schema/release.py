@@ -7,6 +7,10 @@ nothing else defines them. See docs/release.md for what each column means.
 
 from __future__ import annotations
 
+import datetime as dt
+import re
+from collections.abc import Iterable
+
 import pyarrow as pa
 
 SUBSETS = ("real_studio_flat", "aigen_studio", "real_streetlook", "aigen_streetlook")
@@ -78,6 +82,8 @@ SPLIT_NAMES = (*(f"{s}/{split}" for s in SUBSETS for split in SPLITS), f"{NOISE}
 FILES = tuple(f"{name}.parquet" for name in SPLIT_NAMES)
 MANIFEST = "manifest.json"
 LATEST = "LATEST"
+# `releases/withdrawn/<version>.json`: the record of a withdrawn release (reason, time).
+WITHDRAWN = "withdrawn"
 # The other files a release folder holds beside its data files and `manifest.json`: the dataset
 # card, the Croissant file and the release report (docs/release.md, "Layout").
 SIDECARS = ("README.md", "croissant.json", "report.html")
@@ -113,3 +119,50 @@ def split_of(key: str) -> tuple[str, str]:
 _SPLITS = {f"{s}/{split}.parquet": (s, split) for s in SUBSETS for split in SPLITS} | {
     f"{NOISE}/gallery.parquet": (NOISE, "gallery")
 }
+
+
+# ---------------------------------------------------------------------- version names
+# A release is `vYYYYMMDD` (its as-of day); a correction of a published release (it never
+# changes bytes: docs/release.md, "Published means immutable") is `vYYYYMMDD.N`, N >= 1, and
+# sorts right after its base and before the next day. `version_key` is the one order every
+# reader uses (`latest`, `--releases A..B`, the leaderboard, the contamination gap): plain
+# string order would put `v20261201.10` before `v20261201.2`.
+_VERSION = re.compile(r"v(\d{8})(?:\.([1-9][0-9]{0,3}))?")
+
+
+class VersionError(ValueError):
+    """A text that is not a release version (`vYYYYMMDD` or `vYYYYMMDD.N`, N >= 1)."""
+
+
+def parse_version(text: object) -> tuple[dt.date, int]:
+    """(as-of day, revision) of a version name; revision 0 is the original release."""
+    match = _VERSION.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
+        raise VersionError(f"release version {text!r} is not of the form vYYYYMMDD or vYYYYMMDD.N")
+    try:
+        day = dt.datetime.strptime(match.group(1), "%Y%m%d").date()
+    except ValueError as exc:
+        raise VersionError(f"release version {text!r} names no calendar day") from exc
+    return day, int(match.group(2) or 0)
+
+
+def version_key(version: str) -> tuple[dt.date, int]:
+    """The sort key of a version name: by day, then by revision (the original first)."""
+    return parse_version(version)
+
+
+def version_base(version: str) -> str:
+    """`vYYYYMMDD` of a version or of a correction of it."""
+    return f"v{parse_version(version)[0]:%Y%m%d}"
+
+
+def version_revision(version: str) -> int:
+    """0 for `vYYYYMMDD`, N for its correction `vYYYYMMDD.N`."""
+    return parse_version(version)[1]
+
+
+def next_revision(version: str, existing: Iterable[str]) -> str:
+    """The name of the next correction of `version`'s base among `existing` version names."""
+    base = version_base(version)
+    taken = [version_revision(v) for v in existing if _VERSION.fullmatch(v) and version_base(v) == base]
+    return f"{base}.{max([version_revision(version), *taken]) + 1}"

@@ -250,7 +250,10 @@ def test_backfill_builds_its_window_and_leaves_other_releases_untouched(referenc
         text=True,
         timeout=600,
     )
-    assert again.returncode == 0, again.stderr[-3000:]
+    # Published means immutable: a rebuild in place of the published v20261130 is refused.
+    assert again.returncode != 0 and "is published and its bytes never change" in again.stderr, again.stderr[
+        -3000:
+    ]
     assert verify_release(lake, "v20261130") == []
     assert {p: p.read_bytes() for p in base.rglob("*") if p.is_file()} == before
 

@@ -27,9 +27,11 @@ from lookbench_live.warehouse.release import (
     ReleaseError,
     build_release,
     committed_versions,
+    correct_release,
     released_sha256s,
     resolve_version,
     verify_release,
+    withdrawal,
 )
 
 
@@ -44,6 +46,11 @@ class PlainTaxonomy:
 
 # Every test starts from the lake `lakefill` writes (the shared `lake` fixture, filled).
 pytestmark = pytest.mark.lake(fill=lakefill.fill)
+
+
+# A release the content check held back: committed, not published, so it may be rebuilt in
+# place (a published one never changes: test_release_immutable.py).
+HELD = {"gate": {"passed": False, "reason": "content check: test"}}
 
 
 def build(lake: Lake, version: str = "v20261201", **kw):
@@ -131,10 +138,10 @@ def test_croissant_validates(lake: Lake) -> None:
 
 
 def test_reproducible_bytes_and_immutability(lake: Lake, tmp_path: Path) -> None:
-    first = build(lake)
+    first = build(lake, extra_manifest=HELD)  # held back: the only kind rebuilt in place
     with pytest.raises(ReleaseError, match="already exists"):
         build(lake)
-    replaced = build(lake, replace=True)
+    replaced = build(lake, replace=True, extra_manifest=HELD)
     twin = Lake(tmp_path / "twin")  # the same content written at another time
     lakefill.fill(twin)
     other = build(twin)
@@ -202,10 +209,12 @@ def test_a_damaged_lake_image_is_never_packed_into_a_release(lake: Lake) -> None
     stored.write_bytes(_damaged(stored.read_bytes()))
     Image.open(stored).load()  # still a decodable JPEG: only the hash tells
     with pytest.raises(ImageCorrupt) as raised:
-        build(lake, replace=True)
+        correct_release(lake, "v20261201", "a fixed label", taxonomy=PlainTaxonomy())
     assert raised.value.sha256 == row["sha256"] and str(stored) in str(raised.value)
     assert (base / "manifest.json").read_bytes() == manifest
     assert verify_release(lake, "v20261201") == []
+    # No correction was committed, so the published release was not withdrawn either.
+    assert committed_versions(lake) == ["v20261201"] and withdrawal(lake, "v20261201") is None
 
 
 def test_verify_rehashes_every_rows_image_bytes(lake: Lake) -> None:
@@ -273,7 +282,9 @@ KILLER = textwrap.dedent(
         return real(fs, path, data)
     release_mod.atomic_write_bytes = dying
     lake = Lake({home!r})
-    release_mod.build_release(lake, version="v20261201", taxonomy=PlainTaxonomy(), replace=True)
+    release_mod.build_release(
+        lake, version="v20261201", taxonomy=PlainTaxonomy(), replace=True, extra_manifest={extra!r}
+    )
     print("finished", calls)
     """
 )
@@ -286,7 +297,7 @@ def test_sigkill_during_build_leaves_no_release_or_the_complete_one(tmp_path: Pa
     lakefill.fill(reference_lake)
     reference = build(reference_lake)
     script = tmp_path / "killer.py"
-    script.write_text(KILLER.format(tests=str(Path(__file__).parent), home=str(home)))
+    script.write_text(KILLER.format(tests=str(Path(__file__).parent), home=str(home), extra=HELD))
     outcomes = set()
     for kill_at in (1, 4, 9, 11, 13, 14):
         proc = subprocess.run(
@@ -304,7 +315,7 @@ def test_sigkill_during_build_leaves_no_release_or_the_complete_one(tmp_path: Pa
         assert verify_release(lake, version) == []
     assert "none" in outcomes and outcomes & {"complete", "finished"}
     # a rerun finishes the work: complete, verified, same files as an uninterrupted build
-    final = build(Lake(home), version="v20261201", replace=True)
+    final = build(Lake(home), version="v20261201", replace=True, extra_manifest=HELD)
     assert verify_release(Lake(home), "v20261201") == []
     for rel in FILES:
         assert final.manifest["files"][rel]["sha256"] == reference.manifest["files"][rel]["sha256"]

@@ -308,12 +308,15 @@ def test_export_local_release_to_s3_and_back(tmp_path: Path, bucket: str) -> Non
     with tarfile.open(fileobj=io.BytesIO(raw.cat_file(archive.removeprefix("s3://")))) as tar:
         assert {m.name for m in tar.getmembers()} == {f"{VERSION}/{rel}" for rel in on_s3}
 
-    # A different snapshot of the same version is never overwritten.
-    _build(local, replace=True)
+    # A different snapshot of the same version (another lake's: a published one never changes)
+    # is never overwritten.
+    other = Lake(tmp_path / "other")
+    lakefill.fill(other, products=4, looks=1)
+    _build(other)
     with pytest.raises(ExportError, match="different snapshot"):
-        export_release(local, VERSION, destination)
+        export_release(other, VERSION, destination)
     with pytest.raises(ExportError, match="different snapshot"):
-        export_release(local, VERSION, archive)
+        export_release(other, VERSION, archive)
     assert (
         raw.cat_file(f"{bucket}/exports/releases/{VERSION}/{MANIFEST}")
         == json.dumps(built.manifest, indent=2, sort_keys=True).encode()
@@ -388,11 +391,17 @@ def test_a_killed_holders_s3_lock_is_taken_over_after_its_lease(bucket: str) -> 
 
 
 # ---------------------------------------------------------------------- commit protocol (12 §2)
-def _two_releases(bucket: str) -> tuple[Lake, str]:
-    """A lake whose `latest` is a committed release, with new items for a second one."""
+# A release the content check held back: committed, not published (so `LATEST` does not name
+# it), and the only kind that may be rebuilt in place with `--replace`.
+HELD = {"gate": {"passed": False, "reason": "content check: test"}}
+
+
+def _two_releases(bucket: str, *, held: bool = False) -> tuple[Lake, str]:
+    """A lake whose `latest` is a committed release (or, `held`, whose one committed release was
+    held back), with new items for a second one."""
     lake = Lake(f"s3://{bucket}/lake")
     lakefill.fill(lake, products=4, looks=1)
-    _build(lake, version="v20261101")
+    _build(lake, version="v20261101", **({"extra_manifest": HELD} if held else {}))
     lakefill.fill(lake, products=4, looks=1, seed=5, start=lakefill.T0.replace(day=2))
     return lake, "v20261101"
 
@@ -437,7 +446,7 @@ def _store_flips_a_byte_of(lake: Lake, suffix: str, monkeypatch: pytest.MonkeyPa
 def test_a_file_corrupted_before_commit_leaves_the_version_uncommitted_on_s3(
     bucket: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    lake, committed = _two_releases(bucket)
+    lake, committed = _two_releases(bucket, held=True)
     version = "v20261102"
     _store_flips_a_byte_of(lake, "aigen_studio/gallery.parquet", monkeypatch)
     with pytest.raises(
@@ -454,8 +463,7 @@ def test_a_file_corrupted_before_commit_leaves_the_version_uncommitted_on_s3(
     assert verify_release(lake, committed) == []
     assert not raw.exists(f"{lake.root}/releases/{version}")  # nothing at the version's path
     assert committed_versions(lake) == [committed]
-    assert resolve_version(lake, "latest") == committed
-    assert json.loads(raw.cat_file(f"{lake.root}/releases/LATEST")) == {"version": committed}
+    assert release_mod.read_latest(lake) is None  # the failed build published nothing
     # The rerun is a build, not "already exists": the failed attempt committed nothing.
     _build(lake, version=version)
     assert verify_release(lake, version) == [] and resolve_version(lake, "latest") == version
@@ -491,7 +499,7 @@ def test_a_kill_during_replace_leaves_the_old_release_on_s3(
     until the next writer puts it back at its own path; an unkilled replace then commits."""
     import hashlib
 
-    lake, version = _two_releases(bucket)
+    lake, version = _two_releases(bucket, held=True)
     raw = _raw_fs()
     base = f"{lake.root}/releases/{version}"
     old_manifest = raw.cat_file(f"{base}/{MANIFEST}")
@@ -517,7 +525,7 @@ def test_a_kill_during_replace_leaves_the_old_release_on_s3(
     # Every reader still gets the old release, whole: committed, resolvable, verified, queried.
     reader = Lake(lake.home)
     assert version in committed_versions(reader)
-    assert resolve_version(reader, "latest") == version == resolve_version(reader, version)
+    assert resolve_version(reader, version) == version
     assert release_mod.read_manifest(reader, version)["files"] == old_files
     assert verify_release(reader, version) == []
     rows = run_query(reader, f"SELECT count(*) AS n FROM releases WHERE version = '{version}'").to_pylist()
@@ -530,7 +538,7 @@ def test_a_kill_during_replace_leaves_the_old_release_on_s3(
     assert raw.cat_file(f"{base}/{MANIFEST}") == old_manifest
     for rel, entry in old_files.items():
         assert hashlib.sha256(raw.cat_file(f"{base}/{rel}")).hexdigest() == entry["sha256"], rel
-    assert verify_release(lake, version) == [] and resolve_version(lake, "latest") == version
+    assert verify_release(lake, version) == [] and release_mod.read_latest(lake) is None
     assert not [p for p in raw.find(f"{lake.root}/releases") if "/." in p], "no staging or copy remains"
     # And a replace that is not killed commits the new build, leaving no copy behind.
     _build(lake, version=version, replace=True)

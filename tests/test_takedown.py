@@ -1,4 +1,4 @@
-"""The takedown list: persisted, applied to exports (rewritten files, own manifest) and to releases."""
+"""The takedown list: persisted, applied to releases, and to exports through corrections."""
 
 from __future__ import annotations
 
@@ -15,11 +15,12 @@ import pyarrow.parquet as pq
 import pytest
 import typer
 from PIL import Image
-from test_release import build
+from test_release import PlainTaxonomy, build
 from typer.testing import CliRunner
 
 from lookbench_live.flows.export import ExportError, export_release
 from lookbench_live.warehouse.lake import FragmentError, Lake
+from lookbench_live.warehouse.release import ReleaseWithdrawn, correct_release
 from lookbench_live.warehouse.takedown import (
     TakedownError,
     TakedownList,
@@ -32,6 +33,7 @@ from lookbench_live.warehouse.takedown import (
 from lookbench_live.warehouse.takedown_cli import register
 
 VERSION = "v20261201"
+NEXT = "v20261202"  # a build the damaged list must stop
 
 
 @pytest.fixture
@@ -62,10 +64,13 @@ def _cli(lake: Lake, *args: str):
     return CliRunner().invoke(app, ["takedown", "add", *args, "--home", lake.home])
 
 
-def test_a_takedown_removes_an_item_from_a_re_export(lake: Lake, tmp_path: Path) -> None:
+def test_a_takedown_reaches_exports_through_a_correction(lake: Lake, tmp_path: Path) -> None:
+    """A published release never changes and is never rewritten by an export: once it holds a
+    listed row, export refuses it; its correction (a new version without the rows, naming what it
+    supersedes) is exported instead, and replaces the earlier export of the superseded version."""
     dest = tmp_path / "share"
     first = export_release(lake, VERSION, str(dest))
-    assert first.removed == {} and not first.already_there
+    assert not first.already_there and (dest / VERSION / "manifest.json").exists()
     item, _ = _a_gallery_item(lake)
     product_url = next(
         json.loads(r["provenance"])["product_url"]
@@ -80,41 +85,43 @@ def test_a_takedown_removes_an_item_from_a_re_export(lake: Lake, tmp_path: Path)
     assert (
         f"held by release {VERSION}" in result.output and "real_studio_flat/gallery.parquet" in result.output
     )
+    original = _tree(Path(lake.path("releases", VERSION)))
+    with pytest.raises(ExportError, match="takedown list") as refused:
+        export_release(lake, VERSION, str(tmp_path / "elsewhere"))
+    assert f"release correct {VERSION}" in str(refused.value)
+    assert not (tmp_path / "elsewhere").exists()
 
-    again = export_release(lake, VERSION, str(dest))  # replaces the earlier copy of this release
-    assert not again.already_there and again.removed
-    exported = dest / VERSION
+    corrected = correct_release(lake, VERSION, "owner #7", taxonomy=PlainTaxonomy())
+    again = export_release(lake, "latest", str(dest))
+    assert again.version == corrected.version and again.removed_superseded == [VERSION]
+    exported = dest / corrected.version
     for rel in ("real_studio_flat/query.parquet", "real_studio_flat/gallery.parquet"):
         assert item not in {r["item_ID"] for r in _rows(exported, rel)}, rel
-    # The lake's release is untouched: immutable snapshots.
-    assert item in {
-        r["item_ID"] for r in _rows(Path(lake.path("releases", VERSION)), "real_studio_flat/gallery.parquet")
-    }
-    # The exported copy has its own manifest, and every file matches it.
+    assert not (dest / VERSION).exists()  # the superseded copy went with it
+    # The lake's release is untouched (published means immutable), and withdrawn: never exported.
+    assert _tree(Path(lake.path("releases", VERSION))) == original
+    with pytest.raises(ReleaseWithdrawn):
+        export_release(lake, VERSION, str(tmp_path / "snap-old.tar"))
+    # The export is the correction's bytes, as its manifest names them.
     manifest = json.loads((exported / "manifest.json").read_text())
-    original = (Path(lake.path("releases", VERSION)) / "manifest.json").read_bytes()
-    assert manifest["takedown"]["source_manifest_sha256"] == hashlib.sha256(original).hexdigest()
-    assert manifest["takedown"]["removed"]["real_studio_flat/gallery.parquet"]
+    assert manifest["supersedes"] == VERSION
     for rel, entry in manifest["files"].items():
         blob = (exported / rel).read_bytes()
         assert hashlib.sha256(blob).hexdigest() == entry["sha256"] and len(blob) == entry["size"], rel
-        if rel.endswith(".parquet"):
-            assert pq.ParquetFile(exported / rel).metadata.num_rows == entry["rows"] == manifest["rows"][rel]
-    croissant = json.loads((exported / "croissant.json").read_text())
-    for entry in croissant["distribution"]:
-        assert entry["sha256"] == manifest["files"][entry["contentUrl"]]["sha256"]
-    card = (exported / "README.md").read_text()
-    assert (
-        f"| real_studio_flat/gallery.parquet | {manifest['rows']['real_studio_flat/gallery.parquet']} |"
-        in card
-    )
-    # Exporting again finds the same filtered copy; a tar export is filtered the same way.
-    assert export_release(lake, VERSION, str(dest)).already_there
+    assert (exported / "manifest.json").read_bytes() == (
+        Path(lake.path("releases", corrected.version)) / "manifest.json"
+    ).read_bytes()
+    # Exporting again finds the same copy; a tar export holds the correction too.
+    assert export_release(lake, corrected.version, str(dest)).already_there
     tar_path = tmp_path / "snap.tar"
-    export_release(lake, VERSION, str(tar_path))
+    export_release(lake, corrected.version, str(tar_path))
     with tarfile.open(tar_path) as tar:
-        blob = tar.extractfile(f"{VERSION}/real_studio_flat/gallery.parquet").read()
+        blob = tar.extractfile(f"{corrected.version}/real_studio_flat/gallery.parquet").read()
     assert item not in {r["item_ID"] for r in pq.read_table(io.BytesIO(blob)).to_pylist()}
+
+
+def _tree(path: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
 
 
 def test_a_different_snapshot_is_still_never_overwritten(lake: Lake, tmp_path: Path) -> None:
@@ -122,7 +129,6 @@ def test_a_different_snapshot_is_still_never_overwritten(lake: Lake, tmp_path: P
     export_release(lake, VERSION, str(dest))
     manifest = dest / VERSION / "manifest.json"
     manifest.write_text(manifest.read_text().replace('"code_version"', '"code_version_x"'))
-    add_takedowns(lake, entries_for(source="shop"))
     with pytest.raises(ExportError, match="different snapshot"):
         export_release(lake, VERSION, str(dest))
 
@@ -213,8 +219,9 @@ def test_a_damaged_takedowns_fragment_stops_every_step_that_reads_it(lake: Lake,
 
     before = (Path(lake.path("releases", VERSION)) / "manifest.json").read_bytes()
     with pytest.raises(FragmentError, match="takedowns"):
-        build(Lake(lake.home), VERSION, replace=True)
+        build(Lake(lake.home), NEXT)
     assert (Path(lake.path("releases", VERSION)) / "manifest.json").read_bytes() == before
+    assert not Path(lake.path("releases", NEXT)).exists()
     assert not [p for p in Path(lake.path("releases")).iterdir() if p.name.startswith(".staging-")]
 
     dest = tmp_path / "share"
@@ -239,7 +246,7 @@ def test_the_cli_refuses_to_list_or_export_a_damaged_takedown_list(
     assert not dest.exists()
     # The release build too (the one step that publishes).
     built = subprocess.run(
-        [cli, "release", "build", "--version", VERSION, "--replace"],
+        [cli, "release", "build", "--version", NEXT],
         capture_output=True,
         text=True,
         env=env,
@@ -249,9 +256,9 @@ def test_the_cli_refuses_to_list_or_export_a_damaged_takedown_list(
 
 
 def test_a_whole_takedown_list_still_reads_and_filters(lake: Lake) -> None:
-    """The fail-closed rule refuses only damage: an intact list still filters the rebuild."""
+    """The fail-closed rule refuses only damage: an intact list still filters the correction."""
     _, row = _a_gallery_item(lake)
     assert row["sha256"] in _released_shas(Path(lake.path("releases", VERSION)))
     add_takedowns(lake, entries_for(sha256=row["sha256"]))
-    build(Lake(lake.home), VERSION, replace=True)
-    assert row["sha256"] not in _released_shas(Path(lake.path("releases", VERSION)))
+    corrected = correct_release(Lake(lake.home), VERSION, "owner", taxonomy=PlainTaxonomy())
+    assert row["sha256"] not in _released_shas(Path(lake.path("releases", corrected.version)))

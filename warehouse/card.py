@@ -247,6 +247,13 @@ def dataset_card(info: dict[str, Any]) -> str:
         "A LookBench-compatible fashion image-retrieval release built by lookbench-live.",
         "",
         f"- Items first seen in the window {window['start']} .. {window['end']} ({window['rule']}).",
+        *(
+            [
+                f"- Supersedes release {info['supersedes']}: a correction of it (same window), which is withdrawn."
+            ]
+            if info.get("supersedes")
+            else []
+        ),
         f"- Taxonomy version: {info['taxonomy_version']}.",
         f"- Annotation: {', '.join(info['annotation_models']) or 'none'}"
         f" (sources: {', '.join(info['annotation_sources']) or 'none'}).",
@@ -298,8 +305,16 @@ def dataset_card(info: dict[str, Any]) -> str:
         "## Takedown",
         "",
         f"To have an item removed, contact {contact} with its page URL, `source_url` or `sha256`. The item is",
-        "added to the pipeline's takedown list: it is left out of every later release and removed from",
-        "re-exports of published ones.",
+        "added to the pipeline's takedown list: it is left out of every later release, and a published",
+        "release holding it is replaced by a correction (see Versions) and no longer exported.",
+        "",
+        "## Versions",
+        "",
+        f"A published version never changes: the files of {info['version']} and their checksums in",
+        "`manifest.json` stay as they are. A correction (a takedown, a fixed label) is a new version",
+        "`vYYYYMMDD.N`, sorting after `vYYYYMMDD`, whose card names the version it supersedes; the",
+        "superseded version is withdrawn. A withdrawn version (a legal takedown, a wrong gate) leaves",
+        "`latest`, version ranges and exports; its withdrawal is recorded with its reason.",
         "",
     ]
     return "\n".join(lines)
@@ -394,23 +409,3 @@ def _field(record_set: str, file_id: str, column: str) -> dict[str, Any]:
         ]
     field["source"] = source
     return field
-
-
-def patch_card_rows(card: str, rows: dict[str, int]) -> str:
-    """The card with its `| file | rows |` table set to ``rows`` (an export without taken-down rows)."""
-    out = []
-    for line in card.split("\n"):
-        parts = line.split(" | ")
-        if line.startswith("| ") and len(parts) == 2 and parts[0][2:] in rows:
-            line = f"| {parts[0][2:]} | {rows[parts[0][2:]]} |"
-        out.append(line)
-    return "\n".join(out)
-
-
-def patch_croissant_checksums(text: str, checksums: dict[str, str]) -> str:
-    """The Croissant file with each FileObject's sha256 set from ``checksums`` (relative path -> hex)."""
-    doc = json.loads(text)
-    for entry in doc.get("distribution", []):
-        if entry.get("contentUrl") in checksums:
-            entry["sha256"] = checksums[entry["contentUrl"]]
-    return json.dumps(doc, indent=2, sort_keys=False)

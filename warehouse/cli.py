@@ -1,4 +1,4 @@
-"""`lookbench-live release build|verify|list` and `lookbench-live query`."""
+"""`lookbench-live release build|correct|withdraw|verify|list` and `lookbench-live query`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import typer
 release_app = typer.Typer(
     help="Build, verify and list dated releases.\n\nExamples:\n\n"
     "  lookbench-live release build --version v20261201 --window 2026-11-01..2026-12-01\n\n"
-    "  lookbench-live release verify latest\n\n  lookbench-live release list",
+    "  lookbench-live release verify latest\n\n  lookbench-live release list\n\n"
+    '  lookbench-live release correct v20261201 --reason "takedown #12"\n\n'
+    '  lookbench-live release withdraw v20261201 --reason "legal takedown"',
     no_args_is_help=True,
 )
 
@@ -45,8 +47,16 @@ def parse_window(text: str | None) -> tuple[dt.datetime | None, dt.datetime | No
 @release_app.command("build")
 def build(
     version: Annotated[str | None, typer.Option(help="vYYYYMMDD (default: today, UTC).")] = None,
-    window: Annotated[str | None, typer.Option(help="START..END on first_seen_at, start inclusive.")] = None,
-    replace: Annotated[bool, typer.Option(help="Rebuild an existing version.")] = False,
+    window: Annotated[
+        str | None,
+        typer.Option(
+            help="START..END on first_seen_at, start inclusive (default: from the previous published "
+            "release's end, or 30 days back, to the version's day)."
+        ),
+    ] = None,
+    replace: Annotated[
+        bool, typer.Option(help="Rebuild a held-back version (a published one never changes).")
+    ] = False,
     home: HomeOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -54,16 +64,21 @@ def build(
     from lookbench_live.config import load_settings
     from lookbench_live.warehouse.assemble import Window
     from lookbench_live.warehouse.lake import Lake
-    from lookbench_live.warehouse.release import build_release
+    from lookbench_live.warehouse.release import (
+        build_release,
+        check_version,
+        default_release_window,
+        version_for,
+    )
 
     settings = load_settings(config)
     lake = Lake(home or settings.lake.home)
-    start, end = parse_window(window)
+    version = check_version(version or version_for(dt.datetime.now(dt.UTC).date()))
     with lake.writer_lock("release build"):
         result = build_release(
             lake,
             version=version,
-            window=Window(start, end),
+            window=Window(*parse_window(window)) if window else default_release_window(lake, version),
             replace=replace,
             query_share=settings.release.query_share,
             max_gallery=settings.release.max_gallery_per_item,
@@ -75,6 +90,55 @@ def build(
     typer.echo(f"release {result.version}: {total} rows at {result.path}")
     for rel, rows in result.rows.items():
         typer.echo(f"  {rel:36} {rows:>7}")
+
+
+@release_app.command("correct")
+def correct(
+    version: Annotated[
+        str, typer.Argument(help="The published version to correct (vYYYYMMDD[.N] or latest).")
+    ],
+    reason: Annotated[str, typer.Option("--reason", help="Why (recorded with the withdrawal).")],
+    home: HomeOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Rebuild a published version's window as its correction vYYYYMMDD.N (takedowns and fixed
+    labels apply); the card names what it supersedes, and the corrected version is withdrawn."""
+    from lookbench_live.config import load_settings
+    from lookbench_live.warehouse.lake import Lake
+    from lookbench_live.warehouse.release import correct_release
+
+    settings = load_settings(config)
+    lake = Lake(home or settings.lake.home)
+    with lake.writer_lock("release correct"):
+        result = correct_release(
+            lake,
+            version,
+            reason,
+            query_share=settings.release.query_share,
+            max_gallery=settings.release.max_gallery_per_item,
+            seed=settings.release.seed,
+            radius=settings.dedup.radius,
+            contact=settings.contact,
+        )
+    typer.echo(f"release {result.version}: supersedes {result.manifest.get('supersedes')} at {result.path}")
+
+
+@release_app.command("withdraw")
+def withdraw(
+    version: Annotated[str, typer.Argument(help="The version to withdraw (vYYYYMMDD[.N]).")],
+    reason: Annotated[str, typer.Option("--reason", help="Why (a legal takedown, a wrong gate).")],
+    home: HomeOption = None,
+) -> None:
+    """Withdraw a version: it leaves latest, ranges and exports; the reason is recorded."""
+    from lookbench_live.warehouse.lake import Lake
+    from lookbench_live.warehouse.release import read_latest, withdraw_release
+
+    lake = Lake(home)
+    with lake.writer_lock("release withdraw"):
+        record = withdraw_release(lake, version, reason)
+        latest = read_latest(lake)
+    typer.echo(f"release {version} withdrawn at {record['withdrawn_at']}: {record['reason']}")
+    typer.echo(f"latest is now {latest}" if latest else "no release is latest now")
 
 
 @release_app.command("verify")
@@ -106,6 +170,7 @@ def list_releases(home: HomeOption = None) -> None:
         committed_versions,
         read_manifest,
         resolve_version,
+        withdrawal,
     )
 
     lake = Lake(home)
@@ -122,7 +187,9 @@ def list_releases(home: HomeOption = None) -> None:
         except DamagedRelease as exc:  # one damaged release is named; the others are listed
             typer.echo(f"! {version}  damaged: {exc.path} {exc.reason}")
             continue
-        typer.echo(f"{'*' if version == latest else ' '} {version}  {rows} rows")
+        record = withdrawal(lake, version)
+        note = f"  withdrawn: {record['reason']}" if record else ""
+        typer.echo(f"{'*' if version == latest else ' '} {version}  {rows} rows{note}")
 
 
 def query(

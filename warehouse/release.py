@@ -44,12 +44,24 @@ from lookbench_live.schema.release import (
     LATEST,
     MANIFEST,
     RELEASE_SCHEMA,
+    WITHDRAWN,
     ReleaseKeyError,
+    VersionError,
     check_file_key,
+    next_revision,
+    parse_version,
+    version_base,
+    version_key,
 )
 from lookbench_live.warehouse.assemble import Assembler, Window, materialize, ordered_rows
 from lookbench_live.warehouse.card import croissant_json, dataset_card
-from lookbench_live.warehouse.freshness import FRESHNESS_RULES_VERSION, FreshnessRules, site_baselines
+from lookbench_live.warehouse.freshness import (
+    DEFAULT_CADENCE_DAYS,
+    FRESHNESS_RULES_VERSION,
+    FreshnessRules,
+    default_window,
+    site_baselines,
+)
 from lookbench_live.warehouse.labels import LabelRules
 from lookbench_live.warehouse.lake import PARQUET_OPTIONS, Lake, atomic_local_file, atomic_write_bytes
 from lookbench_live.warehouse.released import (
@@ -70,6 +82,8 @@ __all__ = [
     "DamagedRelease",
     "ReleaseError",
     "ReleaseExists",
+    "ReleasePublished",
+    "ReleaseWithdrawn",
     "StagedRelease",
     "build_release",
     "commit_release",
@@ -104,7 +118,35 @@ class ReleaseExists(ReleaseError):
 
     def __init__(self, lake: Lake, version: str):
         self.version = version
-        super().__init__(f"release {version} already exists in {lake.home}; pass --replace to rebuild it")
+        super().__init__(
+            f"release {version} already exists in {lake.home}; a published release never changes: "
+            f"`release correct {version}` makes its correction (or `--replace` a held-back one)"
+        )
+
+
+class ReleasePublished(ReleaseError):
+    """A rebuild in place (`replace`) of a published release: refused. A committed release whose
+    gate passed (or had none) is a publication consumers may hold; only a release held back by
+    the content check or the gate may be rebuilt under its own name. A correction is a new
+    version (`next_revision`), a takedown of the whole release a withdrawal."""
+
+    def __init__(self, lake: Lake, version: str):
+        self.version = version
+        super().__init__(
+            f"release {version} in {lake.home} is published and its bytes never change; "
+            f"`release correct {version}` makes its correction {next_revision(version, committed_versions(lake))}, "
+            f"`release withdraw {version} --reason ...` withdraws it"
+        )
+
+
+class ReleaseWithdrawn(ReleaseError):
+    """The release was withdrawn (`withdraw_release`): it is not served, exported or ranged."""
+
+    def __init__(self, version: str, record: dict[str, Any]):
+        self.version, self.record = version, record
+        super().__init__(
+            f"release {version} was withdrawn at {record.get('withdrawn_at')}: {record.get('reason')}"
+        )
 
 
 @dataclass(slots=True)
@@ -124,10 +166,11 @@ def version_for(day: dt.date) -> str:
 
 
 def check_version(version: str) -> str:
+    """`version` when it is `vYYYYMMDD` or a correction `vYYYYMMDD.N` (`schema.release.parse_version`)."""
     try:
-        dt.datetime.strptime(version, "v%Y%m%d")
-    except ValueError as exc:
-        raise ReleaseError(f"release version {version!r} is not of the form vYYYYMMDD") from exc
+        parse_version(version)
+    except VersionError as exc:
+        raise ReleaseError(str(exc)) from exc
     return version
 
 
@@ -180,7 +223,89 @@ def committed_versions(lake: Lake) -> list[str]:
                 found.append(check_version(name))
             except ReleaseError:
                 continue
-    return sorted(found)
+    return sorted(found, key=version_key)
+
+
+def is_published(manifest: dict[str, Any]) -> bool:
+    """A committed release is published unless the content check or the gate held it back."""
+    return gate_passed(manifest)
+
+
+def _withdrawn_path(lake: Lake, version: str) -> str:
+    return lake.path("releases", WITHDRAWN, f"{check_version(version)}.json")
+
+
+def withdrawal(lake: Lake, version: str) -> dict[str, Any] | None:
+    """The withdrawal record of `version` (reason, time), or None when it was not withdrawn.
+    An unreadable record counts as a withdrawal (fails closed: a takedown must not come back)."""
+    try:
+        data = lake.fs.cat_file(_withdrawn_path(lake, version))
+    except FileNotFoundError:
+        return None
+    try:
+        record = json.loads(data)
+    except ValueError:
+        record = None
+    if not isinstance(record, dict):
+        return {"version": version, "reason": "unreadable withdrawal record", "withdrawn_at": None}
+    return record
+
+
+def withdrawn_versions(lake: Lake) -> set[str]:
+    """Committed versions that were withdrawn."""
+    return {v for v in committed_versions(lake) if withdrawal(lake, v) is not None}
+
+
+def release_order_key(name: str) -> tuple[int, tuple[dt.date, int] | str]:
+    """`version_key` for a version name; a name that is none (an old evaluation row) sorts first."""
+    try:
+        return 1, version_key(name)
+    except VersionError:
+        return 0, name
+
+
+def current_versions(lake: Lake) -> list[str]:
+    """Committed versions that were not withdrawn, in `version_key` order: what `latest`,
+    `--releases A..B`, the leaderboard and exports choose from."""
+    return [v for v in committed_versions(lake) if withdrawal(lake, v) is None]
+
+
+def newest_published(lake: Lake) -> str | None:
+    """The newest current (not withdrawn) release whose gate passed, or None."""
+    for version in reversed(current_versions(lake)):
+        if is_published(read_manifest(lake, version)):
+            return version
+    return None
+
+
+def withdraw_release(lake: Lake, version: str, reason: str) -> dict[str, Any]:
+    """Withdraw a committed release (a legal takedown, a wrong gate): its bytes stay in the lake
+    (the record of what was published), but it leaves `latest`, ranges and exports, and
+    `export` refuses it. The record (`releases/withdrawn/<version>.json`: reason, time) is
+    written once; `LATEST` then moves to the newest published release left (or goes). Run under
+    the writer lock."""
+    version = check_version(version)
+    if not reason.strip():
+        raise ReleaseError("a withdrawal needs a reason (--reason)")
+    if not lake.fs.exists(f"{_version_path(lake, version)}/{MANIFEST}"):
+        raise ReleaseError(f"release {version} does not exist in {lake.home} (no {MANIFEST})")
+    existing = withdrawal(lake, version)
+    if existing is not None:
+        raise ReleaseWithdrawn(version, existing)
+    record = {
+        "version": version,
+        "reason": reason.strip(),
+        "withdrawn_at": dt.datetime.now(dt.UTC).isoformat(),
+    }
+    atomic_write_bytes(lake.fs, _withdrawn_path(lake, version), json.dumps(record, indent=2).encode())
+    if read_latest(lake) == version:
+        successor = newest_published(lake)
+        pointer = lake.path("releases", LATEST)
+        if successor is None:
+            lake.fs.rm_file(pointer)
+        else:
+            atomic_write_bytes(lake.fs, pointer, json.dumps({"version": successor}).encode())
+    return record
 
 
 def resolve_version(lake: Lake, version: str) -> str:
@@ -274,7 +399,7 @@ def check_earlier_releases(lake: Lake, version: str) -> None:
     For the steps that must see all earlier releases (stage, commit): they fail closed."""
     read_latest(lake)
     for earlier in committed_versions(lake):
-        if earlier < version:
+        if version_key(earlier) < version_key(version):
             manifest_files(lake, earlier, read_manifest(lake, earlier))
 
 
@@ -293,7 +418,7 @@ def manifest_files(lake: Lake, version: str, manifest: dict[str, Any]) -> dict[s
 
 def counted_index(lake: Lake, *, before: str | None = None) -> ReleasedIndex:
     """Published images of committed releases older than `before` whose gate passed or had none."""
-    versions = [v for v in committed_versions(lake) if before is None or v < before]
+    versions = [v for v in committed_versions(lake) if before is None or version_key(v) < version_key(before)]
     manifests = {v: read_manifest(lake, v) for v in versions}  # a damaged release stops it, named
     for v, manifest in manifests.items():
         manifest_files(lake, v, manifest)
@@ -439,6 +564,7 @@ def stage_release(
     released: ReleasedIndex | None = None,
     contact: str | None = None,
     labels: LabelRules | None = None,
+    supersedes: str | None = None,
 ) -> StagedRelease:
     """Assemble the lake's current content and write it to a staging folder.
 
@@ -451,18 +577,22 @@ def stage_release(
 
     Raises `ReleaseExists` when the version is committed and `replace` is false, and
     `ReleaseError` when nothing is left to release. `radius`: the dedup radius; a street crop
-    within it of an image an earlier release published is held back.
+    within it of an image an earlier release published is held back. `replace` over a published
+    release raises `ReleasePublished` (only a held-back release is rebuilt in place).
+    `supersedes`: the published version this correction (`vYYYYMMDD.N`) replaces for readers;
+    its manifest and card name it.
     """
     taxonomy = _taxonomy(taxonomy)
     version = check_version(version or version_for(dt.datetime.now(dt.UTC).date()))
     check_earlier_releases(lake, version)  # a damaged release or LATEST: refused before any work
     reconcile_releases(lake)
     target = _version_path(lake, version)
-    if lake.fs.exists(f"{target}/{MANIFEST}") and not replace:
-        raise ReleaseExists(lake, version)
+    _check_rebuild(lake, version, target, replace)
 
     view = view if view is not None else lake_view(lake, window=window)
-    released = released if released is not None else counted_index(lake, before=version)
+    # A correction re-releases its base's window: the base and its earlier corrections are not
+    # "earlier releases" of it (their images would all be held back as already published).
+    released = released if released is not None else counted_index(lake, before=version_base(version))
     view.released = set(released.sha_version)
     baselines = site_baselines(lake)  # each site's first crawl: its undated items are never new
     assembly = Assembler(
@@ -522,6 +652,8 @@ def stage_release(
         annotation_mode="vlm" if "vlm" in assembly.annotation_sources else "metadata_prior",
         hashes=assembly.hashes,
     )
+    if supersedes is not None:
+        staged.info["supersedes"] = check_version(supersedes)
     with _disk_full_is_reported(lake, version, staging):
         _write_staged(lake, staged, ordered, assembly, window, taxonomy, contact, freshness_info, labels)
     return staged
@@ -552,6 +684,7 @@ def _write_staged(
     for rel, rows in ordered.items():
         _put_rows(lake, staged, rel, rows, lake.get_verified_image)
     staged.info = {
+        **staged.info,  # `supersedes`
         "version": version,
         "window": window.as_json(),
         "taxonomy_version": getattr(taxonomy, "version", None),
@@ -732,8 +865,7 @@ def commit_release(
         publish_latest = False
         latest_reason = str(gate.get("reason", "release gate failed"))
     exists = lake.fs.exists(f"{target}/{MANIFEST}")
-    if exists and not staged.replace:
-        raise ReleaseExists(lake, version)
+    _check_rebuild(lake, version, target, staged.replace)  # committed meanwhile?
     for rel in _list_files(lake, staged.path):
         if rel not in staged.files and rel != MANIFEST:
             _put(lake, staged, rel, lake.fs.cat_file(f"{staged.path}/{rel}"))
@@ -763,7 +895,7 @@ def commit_release(
             current = resolve_version(lake, "latest")
         except ReleaseError:
             current = None
-        if current is not None and current > version:
+        if current is not None and version_key(current) > version_key(version):
             # A backfill of an older window never moves `latest` backwards.
             publish_latest, latest_reason = False, f"{current} is newer and stays latest"
         else:
@@ -779,6 +911,74 @@ def commit_release(
         latest_reason=latest_reason,
         manifest=manifest,
     )
+
+
+def _check_rebuild(lake: Lake, version: str, target: str, replace: bool) -> None:
+    """The one rule for building over a committed version: `ReleaseExists` without `replace`,
+    `ReleasePublished` with it unless the committed release was held back (content check, gate)."""
+    if not lake.fs.exists(f"{target}/{MANIFEST}"):
+        return
+    if not replace:
+        raise ReleaseExists(lake, version)
+    withdrawn = withdrawal(lake, version)
+    if withdrawn is not None:  # its bytes are the record of what was published and withdrawn
+        raise ReleaseWithdrawn(version, withdrawn)
+    if is_published(read_manifest(lake, version)):
+        raise ReleasePublished(lake, version)
+
+
+def previous_published(lake: Lake, before: str) -> tuple[str, dt.datetime | None] | None:
+    """The newest current (not withdrawn) published release before `before` in `version_key`
+    order, with its window's end. A release held back by the content check or the gate does not
+    use up its window: the next release covers it again. `before`'s corrections do not count."""
+    base = version_key(version_base(before))
+    for earlier in reversed(current_versions(lake)):
+        if version_key(earlier) >= base:
+            continue
+        manifest = read_manifest(lake, earlier)
+        if is_published(manifest):
+            end = (manifest.get("window") or {}).get("end")
+            if not isinstance(end, str):
+                return earlier, None
+            moment = dt.datetime.fromisoformat(end)
+            return earlier, moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+    return None
+
+
+def default_release_window(
+    lake: Lake, version: str, *, as_of: dt.datetime | None = None, cadence_days: int = DEFAULT_CADENCE_DAYS
+) -> Window:
+    """The window of a build without `--window`: the refresh's own rule (`freshness.default_window`)
+    for the version's day (or `as_of`): from where the newest published release before it
+    stopped, or `cadence_days` back when there is none, to the end of that day. Never the whole
+    history: a build that re-released everything would mostly be held back as already published."""
+    day = as_of or dt.datetime.combine(parse_version(version)[0], dt.time(), tzinfo=dt.UTC)
+    found = previous_published(lake, version)
+    return default_window(day, cadence_days, previous_end=found[1] if found else None)
+
+
+def correct_release(lake: Lake, version: str, reason: str, **stage_args: Any) -> BuildResult:
+    """A correction of the published `version`: the next `vYYYYMMDD.N`, rebuilt from the lake's
+    current content over `version`'s own window (takedowns and fixed labels apply), naming
+    `version` in `supersedes`; then `version` is withdrawn with `reason`, so readers, ranges and
+    exports see the correction only. Run under the writer lock."""
+    version = resolve_version(lake, version)
+    manifest = read_manifest(lake, version)
+    window = manifest.get("window") or {}
+
+    def moment(value: Any) -> dt.datetime | None:
+        return dt.datetime.fromisoformat(value) if isinstance(value, str) else None
+
+    new = next_revision(version, committed_versions(lake))
+    result = build_release(
+        lake,
+        version=new,
+        window=Window(moment(window.get("start")), moment(window.get("end"))),
+        supersedes=version,
+        **stage_args,
+    )
+    withdraw_release(lake, version, f"superseded by {new}: {reason}")
+    return result
 
 
 def build_release(

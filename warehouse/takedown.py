@@ -6,7 +6,8 @@ radius). Entries live in the lake table `takedowns` and are never deleted by the
 
 - :func:`takedown_filter` gives the release assembler a function row -> reason (or None);
 - :func:`releases_holding` tells which committed releases hold an item, for the reply to its owner;
-- `flows/export.py` drops matching rows from every export (:func:`filter_release_files`).
+- `flows/export.py` refuses to export a release holding a listed row (:func:`takedown_hits`):
+  its correction (`release correct`) is exported instead.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lookbench_live.schema.hashing import hamming, hash_bytes
@@ -209,66 +209,32 @@ def takedown_filter(lake: Lake) -> Callable[[Row], str | None]:
 
 
 # -------------------------------------------------------------------------- release files
+HIT_BATCH_ROWS = 128  # rows read at a time (the release writer's row group): the memory bound
 
 
-@dataclass(frozen=True, slots=True)
-class FilteredFiles:
-    """Release files with taken-down rows removed: new bytes per rewritten file and why."""
-
-    data: dict[str, bytes]  # rel -> bytes (only files that changed)
-    removed: dict[str, dict[str, int]]  # rel -> reason -> rows
-
-
-def filter_release_files(
-    files: Mapping[str, bytes],
-    takedowns: TakedownList,
-    write: Callable[[pa.Table], bytes],
-) -> FilteredFiles:
-    """Drop taken-down rows from each Parquet file of a release, and then the queries left
-    without any gallery row of their item in the same subset (they could never be answered)."""
+def takedown_hits(lake: Lake, base: str, files: Iterable[str], takedowns: TakedownList) -> dict[str, int]:
+    """{file: rows the entries match} among the Parquet `files` (keys `check_file_key` accepted)
+    of the release folder `base`, read a row group's worth at a time (only the match columns,
+    and the images only when there are pHash entries)."""
+    found: dict[str, int] = {}
     if not len(takedowns):  # the common case: nothing to read
-        return FilteredFiles({}, {})
-    tables = {
-        rel: pq.read_table(pa.BufferReader(blob)) for rel, blob in files.items() if rel.endswith(".parquet")
-    }
-    keep: dict[str, list[bool]] = {}
-    removed: dict[str, dict[str, int]] = {}
-    columns_needed = [*MATCH_COLUMNS, *(("image", "raw_image") if takedowns.phashes else ())]
-    for rel, table in tables.items():
-        present = [c for c in columns_needed if c in table.column_names]
-        mask = []
-        for row in table.select(present).to_pylist():
-            why = takedowns.reason(row)
-            mask.append(why is None)
-            if why is not None:
-                key = why.split(" (")[0]
-                removed.setdefault(rel, {}).setdefault(key, 0)
-                removed[rel][key] += 1
-        keep[rel] = mask
-    # Orphaned queries: their item has no gallery row left in the subset.
-    for rel, table in tables.items():
-        subset, _, split = rel.rpartition("/")
-        gallery_rel = f"{subset}/gallery.parquet"
-        if split != "query.parquet" or gallery_rel not in tables or "item_ID" not in table.column_names:
+        return found
+    columns = [*MATCH_COLUMNS, *(("image", "raw_image") if takedowns.phashes else ())]
+    for rel in sorted(files):
+        path = f"{base}/{rel}"
+        if not rel.endswith(".parquet") or not lake.fs.exists(path):
             continue
-        gallery_items = {
-            item
-            for item, kept in zip(
-                tables[gallery_rel].column("item_ID").to_pylist(), keep[gallery_rel], strict=True
+        with lake.fs.open(path, "rb") as handle:
+            parquet = pq.ParquetFile(handle)
+            present = [c for c in columns if c in parquet.schema_arrow.names]
+            hits = sum(
+                takedowns.reason(row) is not None
+                for batch in parquet.iter_batches(batch_size=HIT_BATCH_ROWS, columns=present)
+                for row in batch.to_pylist()
             )
-            if kept
-        }
-        for i, item in enumerate(table.column("item_ID").to_pylist()):
-            if keep[rel][i] and item not in gallery_items:
-                keep[rel][i] = False
-                removed.setdefault(rel, {}).setdefault("takedown: orphaned query", 0)
-                removed[rel]["takedown: orphaned query"] += 1
-    data = {
-        rel: write(tables[rel].filter(pa.array(keep[rel], type=pa.bool_())))
-        for rel in tables
-        if not all(keep[rel])
-    }
-    return FilteredFiles(data, removed)
+        if hits:
+            found[rel] = hits
+    return found
 
 
 def releases_holding(lake: Lake, takedowns: TakedownList) -> dict[str, dict[str, int]]:
@@ -276,18 +242,8 @@ def releases_holding(lake: Lake, takedowns: TakedownList) -> dict[str, dict[str,
     from lookbench_live.warehouse.release import FILES, committed_versions, release_dir
 
     found: dict[str, dict[str, int]] = {}
-    if not len(takedowns):
-        return found
-    columns = [*MATCH_COLUMNS, *(("image", "raw_image") if takedowns.phashes else ())]
     for version in committed_versions(lake):
-        base = release_dir(lake, version)
-        for rel in FILES:
-            path = f"{base}/{rel}"
-            if not lake.fs.exists(path):
-                continue
-            table = pq.read_table(pa.BufferReader(lake.fs.cat_file(path)))
-            present = [c for c in columns if c in table.column_names]
-            hits = sum(takedowns.reason(row) is not None for row in table.select(present).to_pylist())
-            if hits:
-                found.setdefault(version, {})[rel] = hits
+        hits = takedown_hits(lake, release_dir(lake, version), FILES, takedowns)
+        if hits:
+            found[version] = hits
     return found
