@@ -74,8 +74,9 @@ class SiteSettings(Section):
     max_pages: int = Field(default=200, ge=1)  # follow-up requests scheduled per run
     max_duration: float | None = Field(default=None, gt=0)  # seconds per run; None: no limit
     allow_private_addresses: bool = False
-    # With allow_private_addresses: other hosts (names, lower case) whose images this site's
-    # products may be fetched from at private addresses; its own base_url host always may.
+    # With allow_private_addresses: other hosts whose images this site's products may be
+    # fetched from at private addresses ("host": the base_url's scheme and port, "host:port"
+    # or "scheme://host[:port]"); its own base_url origin (scheme, host, port) always may.
     image_hosts: list[str] = Field(default_factory=list)
     looks: bool = True  # also extract looks from the pages this site's spider visits
 

@@ -5,8 +5,10 @@ with a reason code. Guarantees:
 - every hop goes through the address guard (`netguard.check_url`, via `http.HttpClient`):
   checked, pinned, ≤ `max_redirects` hops (a longer chain is `too_many_redirects`), a hop
   back to an already visited URL is a `redirect_loop`. Private addresses are refused unless the settings allow them all (test
-  servers, the sample store) or the hop's host is one the caller names (`private_hosts`:
-  the hosts of a site configured with `allow_private_addresses`, see `site_private_hosts`);
+  servers, the sample store) or the hop's origin (scheme, host and port) is one the caller's
+  `netguard.PrivateAllowance` names (a site configured with `allow_private_addresses`: its
+  own origin and its `image_hosts`, see `site_private_hosts`); another port of an allowed
+  host is refused (`blocked_address`), directly or by redirect, before any request to it;
 - one TOTAL deadline (`timeout`) covers connect, every hop, headers and body of an attempt,
   so a slow-drip server cannot hold a request open;
 - at most `max_bytes` are read: a larger `Content-Length` is refused before reading, a
@@ -45,7 +47,13 @@ from lookbench_live.scrapers.ingest.http import (
 )
 from lookbench_live.scrapers.ingest.pacing import HostPacer, HostParked
 from lookbench_live.scrapers.ingest.robots import RobotsCache
-from lookbench_live.scrapers.netguard import BlockedURL, check_scheme, check_url
+from lookbench_live.scrapers.netguard import (
+    NO_PRIVATE,
+    BlockedURL,
+    PrivateAllowance,
+    check_scheme,
+    check_url,
+)
 from lookbench_live.scrapers.robots import parse_retry_after
 
 OPT_OUT_DIRECTIVES = frozenset({"noai", "noimageai"})
@@ -96,20 +104,17 @@ def opted_out(headers: Any, token: str) -> str | None:
     return None
 
 
-def site_private_hosts(sites: Iterable[SiteSettings]) -> dict[str, frozenset[str]]:
-    """Per site name, the hosts its images may be fetched from at private addresses.
+def site_private_hosts(sites: Iterable[SiteSettings]) -> dict[str, PrivateAllowance]:
+    """Per site name, the origins its images may be fetched from at private addresses.
 
-    Only sites configured with `allow_private_addresses` get any: their own `base_url` host
-    and the hosts listed in `image_hosts`. Host names are compared lower-case, without port.
+    Only sites configured with `allow_private_addresses` get any: their own `base_url`
+    origin and the `image_hosts` they list (`PrivateAllowance.for_site`).
     """
-    allowed: dict[str, frozenset[str]] = {}
-    for site in sites:
-        if not site.allow_private_addresses:
-            continue
-        hosts = {(urlsplit(site.base_url).hostname or "").lower()}
-        hosts.update(h.strip().lower() for h in site.image_hosts)
-        allowed[site.name] = frozenset(h for h in hosts if h)
-    return allowed
+    return {
+        site.name: PrivateAllowance.for_site(site.base_url, site.image_hosts)
+        for site in sites
+        if site.allow_private_addresses
+    }
 
 
 def _host_key(url: str) -> str:
@@ -146,11 +151,11 @@ class ImageDownloader:
     async def __aexit__(self, *exc: object) -> None:
         await self.client.aclose()
 
-    async def fetch(self, url: str, lane: int = 0, private_hosts: frozenset[str] = frozenset()) -> Fetched:
+    async def fetch(self, url: str, lane: int = 0, private_hosts: PrivateAllowance = NO_PRIVATE) -> Fetched:
         """The image body at `url`, or `FetchFailed` once retries (for transient failures) are spent.
 
-        `private_hosts`: host names (lower case) this URL's owner may reach at private
-        addresses; `lane` is accepted for callers of the former pooled client and ignored.
+        `private_hosts`: the origins this URL's owner may reach at private addresses;
+        `lane` is accepted for callers of the former pooled client and ignored.
         """
         try:
             check_scheme(url)
@@ -160,9 +165,8 @@ class ImageDownloader:
         except httpx.InvalidURL as exc:
             # httpx refuses spellings such as 0177.0.0.1 that the resolver accepts: let the
             # guard name a private target as such before calling the URL merely invalid.
-            host = (urlsplit(url).hostname or "").lower()
             try:
-                await asyncio.to_thread(check_url, url, allow_private=self._allowed(host, private_hosts))
+                await asyncio.to_thread(check_url, url, allow_private=self._allowed(url, private_hosts))
             except BlockedURL as blocked:
                 raise FetchFailed(blocked.reason, blocked.detail) from None
             raise FetchFailed("invalid_url", f"{url!r}: {exc}") from None
@@ -205,14 +209,16 @@ class ImageDownloader:
                 await asyncio.sleep(backoff)
         raise AssertionError("unreachable")
 
-    def _allowed(self, host: str, private_hosts: frozenset[str]) -> bool:
-        return self.settings.allow_private_addresses or host in private_hosts
+    def _allowed(self, url: str, private_hosts: PrivateAllowance) -> bool:
+        return self.settings.allow_private_addresses or private_hosts.allows(url)
 
-    async def _pace(self, url: str, host: str, private_hosts: frozenset[str]) -> None:
+    def _robots_allowance(self, private_hosts: PrivateAllowance) -> PrivateAllowance | bool:
+        return True if self.settings.allow_private_addresses else private_hosts
+
+    async def _pace(self, url: str, host: str, private_hosts: PrivateAllowance) -> None:
         """Robots verdict (for its Crawl-delay) and the host's slot, outside the attempt's deadline."""
         if self.robots is not None:
-            hostname = (urlsplit(url).hostname or "").lower()
-            verdict = await self.robots.verdict(url, allow_private=self._allowed(hostname, private_hosts))
+            verdict = await self.robots.verdict(url, allow_private=self._robots_allowance(private_hosts))
             if not verdict.allowed:
                 raise FetchFailed(verdict.reason or "robots_disallowed", verdict.detail or url)
             self.pacer.set_delay(host, verdict.crawl_delay)
@@ -221,16 +227,15 @@ class ImageDownloader:
         except HostParked as exc:
             raise FetchFailed("host_parked", exc.detail) from None
 
-    async def _fetch_once(self, url: str, private_hosts: frozenset[str]) -> tuple[str, bytes]:
+    async def _fetch_once(self, url: str, private_hosts: PrivateAllowance) -> tuple[str, bytes]:
         visited = {url}
         current = url
         for hop in range(self.settings.max_redirects + 1):
-            hostname = (urlsplit(current).hostname or "").lower()
             if hop > 0:
                 # The first hop was checked and paced before the deadline started.
                 if self.robots is not None:
                     verdict = await self.robots.verdict(
-                        current, allow_private=self._allowed(hostname, private_hosts)
+                        current, allow_private=self._robots_allowance(private_hosts)
                     )
                     if not verdict.allowed:
                         raise FetchFailed(verdict.reason or "robots_disallowed", verdict.detail or current)
@@ -239,7 +244,7 @@ class ImageDownloader:
                     raise FetchFailed("host_parked", parked)
             try:
                 async with self.client.get(
-                    current, allow_private=self._allowed(hostname, private_hosts)
+                    current, allow_private=self._allowed(current, private_hosts)
                 ) as response:
                     try:
                         target = response.redirect_target()

@@ -46,6 +46,7 @@ from lookbench_live.scrapers.ingest.workers import (
     process_image,
     sync_paths,
 )
+from lookbench_live.scrapers.netguard import NO_PRIVATE, PrivateAllowance
 from lookbench_live.warehouse.lake import Lake
 
 
@@ -143,7 +144,7 @@ async def _ingest_url(
     decoder: Decoder,
     store: Callable[[bytes], Awaitable[str]],
     url: str,
-    private_hosts: frozenset[str],
+    private_hosts: PrivateAllowance,
 ) -> Outcome:
     fetched_at = utcnow()
     try:
@@ -185,7 +186,7 @@ async def _ingest_urls(
     settings: IngestSettings,
     urls: Sequence[str],
     on_batch: Callable[[list[Outcome]], None] | None = None,
-    private_hosts: Mapping[str, frozenset[str]] | None = None,
+    private_hosts: Mapping[str, PrivateAllowance] | None = None,
 ) -> list[Outcome]:
     """Ingest `urls` with `concurrency` fetches in flight; hands every `shard_size` outcomes to `on_batch`.
 
@@ -220,7 +221,7 @@ async def _ingest_urls(
             for url in queue:  # the shared iterator hands each URL to exactly one worker
                 try:
                     outcome = await _ingest_url(
-                        downloader, decoder, store, url, hosts_of.get(url, frozenset())
+                        downloader, decoder, store, url, hosts_of.get(url, NO_PRIVATE)
                     )
                 except IngestAborted:
                     raise
@@ -321,13 +322,13 @@ def ingest_images(
     requests: Sequence[ImageRequest],
     run_id: str,
     *,
-    private_hosts: Mapping[str, frozenset[str]] | None = None,
+    private_hosts: Mapping[str, PrivateAllowance] | None = None,
 ) -> IngestResult:
     """Fetch, validate, hash and store the images of `requests`; one `images` row per request.
 
     Requests whose row already exists are skipped (counted in `skipped_existing`).
     Returns the counts; `ok + rejected + skipped_existing == len(requests)`.
-    `private_hosts`: per source (site name), the hosts its images may be fetched from at
+    `private_hosts`: per source (site name), the origins its images may be fetched from at
     private addresses (`downloader.site_private_hosts(settings.crawl.sites)`); every other
     private address stays refused unless `settings.allow_private_addresses`.
     """
@@ -345,10 +346,12 @@ def ingest_images(
     if not by_url:
         return result
     urls = list(by_url)
-    allowed: dict[str, frozenset[str]] = {}
+    allowed: dict[str, PrivateAllowance] = {}
     if private_hosts:
         for url, owners in by_url.items():
-            hosts = frozenset().union(*(private_hosts.get(r.source, frozenset()) for r in owners))
+            hosts = NO_PRIVATE
+            for r in owners:
+                hosts = hosts | private_hosts.get(r.source, NO_PRIVATE)
             if hosts:
                 allowed[url] = hosts
     commit = _Committer(lake, by_url, run_id, result)

@@ -9,7 +9,8 @@ Policy, explicit and tested:
 - 429, 5xx, timeouts, connection errors, refused addresses, more than 5 redirects:
   disallow all (`robots_unreachable`) for `robots_error_ttl` seconds, then try again.
 Redirects are followed (≤ `MAX_REDIRECTS`, each hop through the address guard) but the
-rules apply to the original host.
+rules apply to the original host. A private address is reached only for a hop whose origin
+(scheme, host and port) the caller's `netguard.PrivateAllowance` names.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ import httpx
 from protego import Protego
 
 from lookbench_live.scrapers.ingest.http import BadEncoding, HttpClient, ProtocolFailure, read_body
-from lookbench_live.scrapers.netguard import MAX_REDIRECTS, BlockedURL
+from lookbench_live.scrapers.netguard import MAX_REDIRECTS, NO_PRIVATE, BlockedURL, PrivateAllowance
+
+# True: every address (settings.allow_private_addresses); an allowance: only its origins.
+Allowance = PrivateAllowance | bool
 
 ROBOTS_MAX_BYTES = 500 * 1024
 SUCCESS_TTL_S = 24 * 3600.0
@@ -51,9 +55,9 @@ class _Entry:
 class RobotsCache:
     """Per-origin robots.txt rules; concurrent callers share one fetch per origin.
 
-    `verdict(url, allow_private=True)` may fetch robots.txt from a private address (the
-    allowance the image URL itself has); verdicts with and without it are cached apart, so
-    one caller's allowance never decides another's.
+    `verdict(url, allow_private=allowance)` may fetch robots.txt (and follow its redirects)
+    at a private address only for the origins `allowance` names (True: any); verdicts under
+    different allowances are cached apart, so one caller's allowance never decides another's.
     """
 
     def __init__(
@@ -70,12 +74,15 @@ class RobotsCache:
         self.timeout = timeout
         self.error_ttl = error_ttl
         self.max_crawl_delay = max_crawl_delay
-        self._entries: dict[tuple[str, bool], _Entry] = {}
-        self._loading: dict[tuple[str, bool], asyncio.Task[_Entry]] = {}
+        self._entries: dict[tuple[str, Allowance], _Entry] = {}
+        self._loading: dict[tuple[str, Allowance], asyncio.Task[_Entry]] = {}
 
-    async def verdict(self, url: str, *, allow_private: bool = False) -> RobotsVerdict:
+    async def verdict(self, url: str, *, allow_private: Allowance = NO_PRIVATE) -> RobotsVerdict:
         parts = urlsplit(url)
         origin = f"{parts.scheme}://{parts.netloc}"
+        if isinstance(allow_private, PrivateAllowance) and not allow_private.allows(origin):
+            # The allowance does not reach this origin: share the entry of "no allowance".
+            allow_private = NO_PRIVATE
         key = (origin, allow_private)
         entry = self._entries.get(key)
         if entry is None or entry.expires < time.monotonic():
@@ -95,7 +102,7 @@ class RobotsCache:
             )
         return RobotsVerdict(True, crawl_delay=entry.crawl_delay)
 
-    async def _load(self, origin: str, allow_private: bool) -> _Entry:
+    async def _load(self, origin: str, allow_private: Allowance) -> _Entry:
         try:
             async with asyncio.timeout(self.timeout):
                 return await self._fetch(origin, allow_private)
@@ -110,12 +117,14 @@ class RobotsCache:
     def _failed(self, detail: str, reason: str = "robots_unreachable") -> _Entry:
         return _Entry(expires=time.monotonic() + self.error_ttl, parser=None, error=detail, reason=reason)
 
-    async def _fetch(self, origin: str, allow_private: bool) -> _Entry:
+    async def _fetch(self, origin: str, allow_private: Allowance) -> _Entry:
         url = f"{origin}/robots.txt"
         for _ in range(MAX_REDIRECTS + 1):
-            # A redirect keeps the allowance only on the same host.
-            same_host = urlsplit(url).netloc.lower() == urlsplit(origin).netloc.lower()
-            async with self.client.get(url, allow_private=allow_private and same_host) as response:
+            # Each hop is judged by the allowance's origins (scheme, host and port).
+            private_ok = (
+                allow_private.allows(url) if isinstance(allow_private, PrivateAllowance) else allow_private
+            )
+            async with self.client.get(url, allow_private=private_ok) as response:
                 target = response.redirect_target()
                 if target is not None:
                     url = target
