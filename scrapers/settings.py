@@ -10,7 +10,7 @@ import shutil
 from typing import Any
 from urllib.parse import urlsplit
 
-from lookbench_live.config import CrawlSettings, SiteSettings
+from lookbench_live.config import CrawlSettings, SiteSettings, agent_string
 
 BOT_NAME = "lookbench-live"
 
@@ -49,7 +49,7 @@ BASE_SETTINGS: dict[str, Any] = {
 
 
 def user_agent(crawl: CrawlSettings) -> str:
-    return crawl.user_agent.format(contact=crawl.contact_url)
+    return agent_string(crawl.user_agent, crawl.contact_url)
 
 
 def allowed_hosts(site: SiteSettings) -> list[str]:

@@ -17,7 +17,12 @@ with a reason code. Guarantees:
   for `identity`);
 - robots.txt is obeyed for every hop (fail closed), and `X-Robots-Tag: noai`/`noimageai`
   for our agent or all agents is an opt-out;
-- hosts are paced (`pacing.HostPacer`): the robots.txt Crawl-delay between requests, a
+- an image answered with `tdm-reservation: 1` (the W3C TDM Reservation Protocol: text and
+  data mining rights reserved) is not stored (`opt_out_tdm`);
+- at most `per_host_concurrency` requests are in flight to one host (name and port) at once,
+  so 32 workers never all land on one CDN;
+- hosts are paced (`pacing.HostPacer`): the larger of the robots.txt Crawl-delay and the
+  owning site's `download_delay` (`site_download_delays`) between requests, a
   429/503's Retry-After (seconds or HTTP date) before the next request to that host, and a
   host failing `host_park_after` attempts in a row is parked (`host_parked`);
 - timeouts, 429, 5xx and connection errors are retried `retries` times with backoff
@@ -36,7 +41,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from lookbench_live.config import IngestSettings, SiteSettings
+from lookbench_live.config import DEFAULT_CONTACT_URL, IngestSettings, SiteSettings, agent_string
 from lookbench_live.scrapers.ingest.http import (
     BadEncoding,
     BodyTooLarge,
@@ -54,6 +59,7 @@ from lookbench_live.scrapers.netguard import (
     check_scheme,
     check_url,
 )
+from lookbench_live.scrapers.optout import tdm_header_optout
 from lookbench_live.scrapers.robots import parse_retry_after
 
 OPT_OUT_DIRECTIVES = frozenset({"noai", "noimageai"})
@@ -117,6 +123,11 @@ def site_private_hosts(sites: Iterable[SiteSettings]) -> dict[str, PrivateAllowa
     }
 
 
+def site_download_delays(sites: Iterable[SiteSettings]) -> dict[str, float]:
+    """Per site name, its `download_delay`: the least time between image requests to a host it uses."""
+    return {site.name: site.download_delay for site in sites if site.download_delay > 0}
+
+
 def _host_key(url: str) -> str:
     parts = urlsplit(url)
     return (parts.netloc or "").lower()
@@ -128,11 +139,14 @@ class ImageDownloader:
     Use as an async context manager; `fetch` may be called by many tasks at once.
     """
 
-    def __init__(self, settings: IngestSettings):
+    def __init__(self, settings: IngestSettings, *, contact: str = DEFAULT_CONTACT_URL):
         self.settings = settings
-        self.client = HttpClient(user_agent=settings.user_agent, accept="image/*")
-        self.token = agent_token(settings.user_agent)
+        # `contact`: crawl.contact_url, so site owners see the same address as for the crawl.
+        user_agent = agent_string(settings.user_agent, contact)
+        self.client = HttpClient(user_agent=user_agent, accept="image/*")
+        self.token = agent_token(user_agent)
         self.pacer = HostPacer(park_after=settings.host_park_after)
+        self._in_flight: dict[str, asyncio.Semaphore] = {}
         self.robots = (
             RobotsCache(
                 self.client,
@@ -151,11 +165,18 @@ class ImageDownloader:
     async def __aexit__(self, *exc: object) -> None:
         await self.client.aclose()
 
-    async def fetch(self, url: str, lane: int = 0, private_hosts: PrivateAllowance = NO_PRIVATE) -> Fetched:
+    async def fetch(
+        self,
+        url: str,
+        lane: int = 0,
+        private_hosts: PrivateAllowance = NO_PRIVATE,
+        min_delay: float = 0.0,
+    ) -> Fetched:
         """The image body at `url`, or `FetchFailed` once retries (for transient failures) are spent.
 
         `private_hosts`: the origins this URL's owner may reach at private addresses;
-        `lane` is accepted for callers of the former pooled client and ignored.
+        `min_delay`: seconds between requests to the URL's host at least (the owning site's
+        `download_delay`); `lane` is accepted for callers of the former pooled client and ignored.
         """
         try:
             check_scheme(url)
@@ -173,21 +194,25 @@ class ImageDownloader:
         host = _host_key(url)
         attempts = self.settings.retries + 1
         for attempt in range(1, attempts + 1):
-            try:
-                await self._pace(url, host, private_hosts)
-            except FetchFailed as exc:
-                raise exc from None
-            try:
-                async with asyncio.timeout(self.settings.timeout):
-                    final_url, data = await self._fetch_once(url, private_hosts)
+            in_flight = self._in_flight.setdefault(
+                host, asyncio.Semaphore(self.settings.per_host_concurrency)
+            )
+            # Held from the host's pacing slot to the end of the attempt, released for backoff.
+            async with in_flight:
+                await self._pace(url, host, private_hosts, min_delay)  # its refusals end the URL
+                try:
+                    async with asyncio.timeout(self.settings.timeout):
+                        final_url, data = await self._fetch_once(url, private_hosts)
+                    failure = None
+                except TimeoutError:
+                    failure = FetchFailed(
+                        "timeout", f"no complete response within {self.settings.timeout}s", transient=True
+                    )
+                except FetchFailed as exc:
+                    failure = exc
+            if failure is None:
                 self.pacer.succeeded(host)
                 return Fetched(url=final_url, data=data, attempts=attempt)
-            except TimeoutError:
-                failure = FetchFailed(
-                    "timeout", f"no complete response within {self.settings.timeout}s", transient=True
-                )
-            except FetchFailed as exc:
-                failure = exc
             if failure.transient:
                 self.pacer.failed(host, failure.reason, failure.detail)
             if failure.retry_after is not None:
@@ -215,13 +240,15 @@ class ImageDownloader:
     def _robots_allowance(self, private_hosts: PrivateAllowance) -> PrivateAllowance | bool:
         return True if self.settings.allow_private_addresses else private_hosts
 
-    async def _pace(self, url: str, host: str, private_hosts: PrivateAllowance) -> None:
+    async def _pace(self, url: str, host: str, private_hosts: PrivateAllowance, min_delay: float) -> None:
         """Robots verdict (for its Crawl-delay) and the host's slot, outside the attempt's deadline."""
+        crawl_delay = None
         if self.robots is not None:
             verdict = await self.robots.verdict(url, allow_private=self._robots_allowance(private_hosts))
             if not verdict.allowed:
                 raise FetchFailed(verdict.reason or "robots_disallowed", verdict.detail or url)
-            self.pacer.set_delay(host, verdict.crawl_delay)
+            crawl_delay = verdict.crawl_delay
+        self.pacer.set_delay(host, crawl_delay, floor=min_delay)
         try:
             await self.pacer.slot(host)
         except HostParked as exc:
@@ -293,6 +320,9 @@ class ImageDownloader:
         directive = opted_out(response.headers, self.token)
         if directive is not None:
             raise FetchFailed("opt_out_noai", f"disallowed by X-Robots-Tag: {directive}")
+        reserved = tdm_header_optout(response.headers.items())  # the pages' rule, one home
+        if reserved is not None:
+            raise FetchFailed(reserved.reason, f"{url}: {reserved.detail}")
         try:
             return await read_body(response, self.settings.max_bytes)
         except BodyTooLarge as exc:

@@ -56,6 +56,10 @@ class Headers:
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and any(k == name.lower() for k, _ in self._items)
 
+    def items(self) -> list[tuple[str, str]]:
+        """Every (lower-case name, value) pair, in order (for `optout.tdm_header_optout`)."""
+        return list(self._items)
+
 
 @dataclass(slots=True)
 class _Connection:
