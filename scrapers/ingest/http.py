@@ -335,7 +335,7 @@ async def read_body(response: Response, cap: int, *, truncate: bool = False) -> 
     We ask for `identity`; a gzip/deflate body is inflated with the same bound (never more
     than `cap` + 1 bytes), other or stacked encodings raise `BadEncoding`.
     """
-    import zlib
+    from lookbench_live.scrapers import bounded
 
     length = response.headers.get("content-length").strip()
     if not truncate and length.isdigit() and int(length) > cap:
@@ -349,7 +349,8 @@ async def read_body(response: Response, cap: int, *, truncate: bool = False) -> 
     if encodings:
         if len(encodings) > 1 or encodings[0] not in ("gzip", "x-gzip", "deflate"):
             raise BadEncoding(f"Content-Encoding {encodings} is not accepted")
-        inflater = zlib.decompressobj(32 + zlib.MAX_WBITS)  # a gzip or zlib header
+        # The crawl's decoder (one rule): gzip, zlib-wrapped or raw deflate, bounded output.
+        inflater = bounded.BoundedDecoder(encodings[0])
     body = bytearray()
     received = 0
     async for chunk in response.aiter_raw():
@@ -357,15 +358,10 @@ async def read_body(response: Response, cap: int, *, truncate: bool = False) -> 
         if inflater is None:
             body += chunk
         else:
-            data = chunk
-            while data:
-                try:
-                    body += inflater.decompress(data, cap + 1 - len(body))  # never past cap + 1
-                except zlib.error as exc:
-                    raise BadEncoding(f"corrupt {encodings[0]} body: {exc}") from None
-                if len(body) > cap:
-                    break
-                data = inflater.unconsumed_tail
+            try:
+                body += inflater.feed(chunk, cap - len(body))  # never past cap + 1
+            except bounded.BodyTooLarge as exc:
+                raise BadEncoding(exc.detail) from None
         if len(body) > cap or received > cap:
             if truncate:
                 return bytes(body[:cap])
