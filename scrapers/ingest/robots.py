@@ -1,13 +1,12 @@
 """robots.txt for image hosts, fetched once per host and failing closed (RFC 9309 §2.3.1).
 
-Policy, explicit and tested:
-- 200: parsed with Protego (at most `ROBOTS_MAX_BYTES`, content-decoded with the same bound;
-  rules past the cap are dropped); its Crawl-delay for our agent paces the host's image
-  fetches, and a Crawl-delay over `max_crawl_delay` disallows the host (`crawl_delay_too_long`),
-  as the crawl does;
-- 4xx other than 429 (401 and 403 included, as Nutch and StormCrawler default): allow all;
-- 429, 5xx, timeouts, connection errors, refused addresses, more than 5 redirects:
-  disallow all (`robots_unreachable`) for `robots_error_ttl` seconds, then try again.
+The decision is the crawl's (`scrapers.robots.robots_policy`, one policy for both): any 2xx
+is parsed (at most `ROBOTS_MAX_BYTES`, whole lines only; garbage or an unparsable file
+allows all); its Crawl-delay for our agent paces the host's image fetches, and one over
+`max_crawl_delay` disallows the host (`crawl_delay_too_long`); 4xx other than 429 allows
+all; 429 disallows for its Retry-After (or `robots_error_ttl`); 5xx, timeouts, connection
+errors, refused addresses and more than 5 redirects disallow (`robots_unreachable`, or
+the guard's reason) for `robots_error_ttl` seconds, then it is tried again.
 Redirects are followed (≤ `MAX_REDIRECTS`, each hop through the address guard) but the
 rules apply to the original host. A private address is reached only for a hop whose origin
 (scheme, host and port) the caller's `netguard.PrivateAllowance` names.
@@ -21,10 +20,10 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import httpx
-from protego import Protego
 
 from lookbench_live.scrapers.ingest.http import BadEncoding, HttpClient, ProtocolFailure, read_body
 from lookbench_live.scrapers.netguard import MAX_REDIRECTS, NO_PRIVATE, BlockedURL, PrivateAllowance
+from lookbench_live.scrapers.robots import RobotsPolicy, parse_retry_after, robots_policy
 
 # True: every address (settings.allow_private_addresses); an allowance: only its origins.
 Allowance = PrivateAllowance | bool
@@ -46,10 +45,7 @@ class RobotsVerdict:
 @dataclass(slots=True)
 class _Entry:
     expires: float
-    parser: Protego | None  # None: allow all (or disallow all, see `error`)
-    error: str | None = None
-    reason: str = "robots_unreachable"
-    crawl_delay: float | None = None
+    policy: RobotsPolicy
 
 
 class RobotsCache:
@@ -94,13 +90,14 @@ class RobotsCache:
             entry = await asyncio.shield(task)
             self._entries[key] = entry
             self._loading.pop(key, None)
-        if entry.error is not None:
-            return RobotsVerdict(False, entry.reason, entry.error)
-        if entry.parser is not None and not entry.parser.can_fetch(url, self.agent):
+        policy = entry.policy
+        if policy.verdict == "disallow_all":
+            return RobotsVerdict(False, policy.reason or "robots_unreachable", policy.detail)
+        if not policy.allows(url, self.agent):
             return RobotsVerdict(
                 False, "robots_disallowed", f"{origin}/robots.txt disallows it for {self.agent}"
             )
-        return RobotsVerdict(True, crawl_delay=entry.crawl_delay)
+        return RobotsVerdict(True, crawl_delay=policy.crawl_delay)
 
     async def _load(self, origin: str, allow_private: Allowance) -> _Entry:
         try:
@@ -115,7 +112,15 @@ class RobotsCache:
             return self._failed(f"{origin}/robots.txt: {type(exc).__name__}: {exc}")
 
     def _failed(self, detail: str, reason: str = "robots_unreachable") -> _Entry:
-        return _Entry(expires=time.monotonic() + self.error_ttl, parser=None, error=detail, reason=reason)
+        policy = robots_policy(None, user_agent=self.agent, error=detail, error_ttl=self.error_ttl)
+        policy.reason = reason  # a refused address keeps the guard's reason
+        return self._entry(policy)
+
+    @staticmethod
+    def _entry(policy: RobotsPolicy) -> _Entry:
+        # Rules (and a too-long Crawl-delay) hold for a day; failures until the policy's expiry.
+        expires = policy.expires_at if policy.expires_at is not None else time.monotonic() + SUCCESS_TTL_S
+        return _Entry(expires=expires, policy=policy)
 
     async def _fetch(self, origin: str, allow_private: Allowance) -> _Entry:
         url = f"{origin}/robots.txt"
@@ -130,24 +135,20 @@ class RobotsCache:
                     url = target
                     continue
                 status = response.status
-                if status == 200:
-                    # RFC 9309 §2.5: parse at least 500 KiB, stop at our cap.
-                    body = await read_body(response, ROBOTS_MAX_BYTES, truncate=True)
-                    parser = Protego.parse(body.decode("utf-8", errors="replace"))
-                    delay = parser.crawl_delay(self.agent)
-                    if delay is not None and delay > self.max_crawl_delay:
-                        return _Entry(
-                            expires=time.monotonic() + SUCCESS_TTL_S,
-                            parser=None,
-                            error=f"Crawl-delay {delay:g} s is over the maximum {self.max_crawl_delay:g} s",
-                            reason="crawl_delay_too_long",
-                        )
-                    return _Entry(
-                        expires=time.monotonic() + SUCCESS_TTL_S,
-                        parser=parser,
-                        crawl_delay=float(delay) if delay is not None else None,
-                    )
-                if 400 <= status < 500 and status != 429:
-                    return _Entry(expires=time.monotonic() + SUCCESS_TTL_S, parser=None)
-                return self._failed(f"{url} answered HTTP {status}")
+                body = b""
+                if 200 <= status < 300:
+                    # RFC 9309 §2.5: parse at least 500 KiB; one byte more tells the policy
+                    # the file went on, so it keeps whole lines only.
+                    body = await read_body(response, ROBOTS_MAX_BYTES + 1, truncate=True)
+                policy = robots_policy(
+                    status,
+                    body,
+                    user_agent=self.agent,
+                    max_bytes=ROBOTS_MAX_BYTES,
+                    max_crawl_delay=self.max_crawl_delay,
+                    error_ttl=self.error_ttl,
+                    retry_after=parse_retry_after(response.headers.get("retry-after") or None),
+                )
+                policy.detail = f"{url}: {policy.detail}"  # which file, for the recorded detail
+                return self._entry(policy)
         return self._failed(f"{origin}/robots.txt redirected more than {MAX_REDIRECTS} times")
