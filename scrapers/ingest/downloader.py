@@ -47,6 +47,7 @@ from lookbench_live.scrapers.ingest.http import (
     BodyTooLarge,
     HttpClient,
     ProtocolFailure,
+    ProxiedResponse,
     Response,
     read_body,
 )
@@ -304,7 +305,7 @@ class ImageDownloader:
             "too_many_redirects", f"more than {self.settings.max_redirects} redirects from {url}"
         )
 
-    async def _body(self, url: str, response: Response) -> bytes:
+    async def _body(self, url: str, response: Response | ProxiedResponse) -> bytes:
         status = response.status
         if status != 200:
             transient = status == 429 or status >= 500
