@@ -98,3 +98,23 @@ def test_crawl_and_images_decide_robots_txt_alike(name: str) -> None:
     expected = row[3]
     assert crawl_verdicts(row) == expected
     assert image_verdicts(row) == expected
+
+
+def test_an_image_hosts_429_is_retried_after_its_retry_after_not_the_error_ttl() -> None:
+    # The crawl's policy expires a 429 at its Retry-After (test_scrapers_politeness); images too.
+    route = Route(status=200, body=RULES, fail_first=1, fail_status=429, fail_headers={"Retry-After": "1"})
+    with serve({"/robots.txt": route}) as server:
+
+        async def go() -> list[bool]:
+            client = HttpClient(user_agent=f"{AGENT}/0.1")
+            cache = RobotsCache(client, agent=AGENT, timeout=5, error_ttl=600)
+            try:
+                first = await cache.verdict(server.base + "/p/1.jpg", allow_private=True)
+                await asyncio.sleep(1.2)
+                second = await cache.verdict(server.base + "/p/1.jpg", allow_private=True)
+                return [first.allowed, second.allowed]
+            finally:
+                await client.aclose()
+
+        assert asyncio.run(go()) == [False, True]
+        assert server.hits["/robots.txt"] == 2
