@@ -74,8 +74,9 @@ class SiteSettings(Section):
     max_pages: int = Field(default=200, ge=1)  # follow-up requests scheduled per run
     max_duration: float | None = Field(default=None, gt=0)  # seconds per run; None: no limit
     allow_private_addresses: bool = False
-    # With allow_private_addresses: other hosts (names, lower case) whose images this site's
-    # products may be fetched from at private addresses; its own base_url host always may.
+    # With allow_private_addresses: other hosts whose images this site's products may be
+    # fetched from at private addresses ("host": the base_url's scheme and port, "host:port"
+    # or "scheme://host[:port]"); its own base_url origin (scheme, host, port) always may.
     image_hosts: list[str] = Field(default_factory=list)
     looks: bool = True  # also extract looks from the pages this site's spider visits
 
@@ -97,9 +98,17 @@ class SiteSettings(Section):
         return value
 
 
+DEFAULT_CONTACT_URL = "https://github.com/lookbench-live/lookbench-live"
+
+
+def agent_string(template: str, contact: str) -> str:
+    """A user agent template with `{contact}` filled in; the one rule for crawl and image fetches."""
+    return template.replace("{contact}", contact)
+
+
 class CrawlSettings(Section):
     user_agent: str = "lookbench-live/0.1 (+{contact})"
-    contact_url: str = "https://github.com/lookbench-live/lookbench-live"
+    contact_url: str = DEFAULT_CONTACT_URL
     obey_robots: bool = True
     autothrottle: bool = True
     download_timeout: float = Field(default=30.0, gt=0)
@@ -136,7 +145,10 @@ class IngestSettings(Section):
     retries: int = Field(default=2, ge=0, le=5)  # extra attempts on timeouts, 429, 5xx, connection errors
     retry_backoff: float = Field(default=0.5, ge=0)  # seconds, doubled per attempt, with jitter
     max_redirects: int = Field(default=5, ge=0, le=10)
-    user_agent: str = "lookbench-live/0.1 (+https://github.com/lookbench-live/lookbench-live)"
+    # "{contact}" is `crawl.contact_url` (as in the crawler's user agent, `agent_string`).
+    user_agent: str = "lookbench-live/0.1 (+{contact})"
+    # Requests in flight to one host (name and port) at once; Scrapy's per-domain default is 8.
+    per_host_concurrency: int = Field(default=8, ge=1, le=512)
     obey_robots: bool = True
     robots_timeout: float = Field(default=10.0, gt=0)
     robots_error_ttl: float = Field(default=600.0, ge=0)  # how long a failed robots.txt disallows a host

@@ -221,7 +221,7 @@ def crawl_all(spec: RunSpec, settings: Settings) -> list[dict[str, Any]]:
 @task(name="ingest-images")
 def ingest_shard(spec: RunSpec, requests: Sequence[Any], shard: str, allow_private: bool) -> dict[str, Any]:
     settings, lake = _context(spec)
-    from lookbench_live.scrapers.ingest import ingest_images, site_private_hosts
+    from lookbench_live.scrapers.ingest import ingest_images, site_download_delays, site_private_hosts
 
     ingest = (
         settings.ingest.model_copy(update={"allow_private_addresses": True})
@@ -229,10 +229,13 @@ def ingest_shard(spec: RunSpec, requests: Sequence[Any], shard: str, allow_priva
         else settings.ingest
     )
     # A site configured with allow_private_addresses gets its images on the same terms
-    # (its own host and its listed image_hosts); nothing else private is allowed.
+    # (its own origin and its listed image_hosts); nothing else private is allowed. Images
+    # are paced by their site's download_delay and carry the crawl's contact in the agent.
+    sites = settings.crawl.sites
     result = ingest_images(
-        lake, ingest, list(requests), spec.run_key, private_hosts=site_private_hosts(settings.crawl.sites)
-    )
+        lake, ingest, list(requests), spec.run_key, private_hosts=site_private_hosts(sites),
+        site_delays=site_download_delays(sites), contact=settings.crawl.contact_url,
+    )  # fmt: skip
     return {"shard": shard, **_summary(result)}
 
 

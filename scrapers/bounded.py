@@ -44,22 +44,55 @@ def _encodings(response: httpx.Response) -> list[str]:
     return layers
 
 
+class BoundedDecoder:
+    """One content-encoding layer inflated as it streams in, never more than asked for.
+
+    The one decoding rule for every fetcher (the crawl's robots.txt and sitemaps here, the
+    image client's `read_body`): gzip needs its header; deflate is the zlib wrapper, else
+    raw deflate as some servers send it (httpx accepts both, so must we). `feed(data, room)`
+    returns at most `room + 1` bytes, so a caller sees "over the cap" without inflating more.
+    A corrupt stream raises `BodyTooLarge("unsupported_encoding")`.
+    """
+
+    def __init__(self, encoding: str):
+        self.encoding = encoding
+        self._candidates = [31] if encoding in ("gzip", "x-gzip") else [15, -15]
+        self._decoder = zlib.decompressobj(self._candidates.pop(0))
+        self._produced = False  # once output came, no fallback to another framing
+
+    @property
+    def pending(self) -> bool:
+        """Input left over after the last `feed` stopped at its bound."""
+        return bool(self._decoder.unconsumed_tail)
+
+    def feed(self, data: bytes, room: int) -> bytes:
+        out = bytearray()
+        while data:
+            try:
+                piece = self._decoder.decompress(data, room + 1 - len(out))
+            except zlib.error as exc:
+                if self._produced or not self._candidates:
+                    raise BodyTooLarge(
+                        "unsupported_encoding", f"corrupt {self.encoding} body ({exc})"
+                    ) from exc
+                self._decoder = zlib.decompressobj(self._candidates.pop(0))
+                continue
+            if piece:
+                self._produced = True
+            out += piece
+            if len(out) > room:
+                break
+            data = self._decoder.unconsumed_tail
+        return bytes(out)
+
+
 def inflate(data: bytes, encoding: str, limit: int) -> bytes:
     """One layer decoded, raising `BodyTooLarge` once the output would pass `limit` bytes."""
-    # gzip: header required (wbits 16+); deflate: zlib wrapper, else raw deflate as some servers send.
-    candidates = [31] if encoding in ("gzip", "x-gzip") else [15, -15]
-    last: Exception | None = None
-    for wbits in candidates:
-        decoder = zlib.decompressobj(wbits)
-        try:
-            out = decoder.decompress(data, limit + 1)
-        except zlib.error as exc:
-            last = exc
-            continue
-        if len(out) > limit or decoder.unconsumed_tail:
-            raise BodyTooLarge("max_size", f"the {encoding} body inflates past {limit} bytes")
-        return out
-    raise BodyTooLarge("unsupported_encoding", f"corrupt {encoding} body ({last})")
+    decoder = BoundedDecoder(encoding)
+    out = decoder.feed(data, limit)
+    if len(out) > limit or decoder.pending:
+        raise BodyTooLarge("max_size", f"the {encoding} body inflates past {limit} bytes")
+    return out
 
 
 def decode_layers(raw: bytes, layers: list[str], limit: int) -> bytes:
@@ -112,9 +145,5 @@ def _finish(raw: bytes, layers: list[str], limit: int, truncate: bool) -> bytes:
     # Keep the first `limit` inflated bytes: inflate with the bound, keep what came out.
     body = raw
     for encoding in reversed(layers):
-        decoder = zlib.decompressobj(31 if encoding in ("gzip", "x-gzip") else 15)
-        try:
-            body = decoder.decompress(body, limit)
-        except zlib.error as exc:
-            raise BodyTooLarge("unsupported_encoding", f"corrupt {encoding} body ({exc})") from exc
+        body = BoundedDecoder(encoding).feed(body, limit)[:limit]
     return body

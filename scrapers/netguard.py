@@ -18,6 +18,11 @@ IP filter; reliability.md §2), so every fetch path goes through here:
 
 `allow_private=True` (tests, the sample store) allows any address but still refuses
 non-http(s) schemes.
+
+`PrivateAllowance` is the one rule for which URLs a site allowed private addresses may
+reach there: its own origin (scheme, host and port, as the browser proxy and Scrapy's
+offsite check compare them) and the image hosts it declares. A host name alone is not
+enough: another port of the same loopback host is another server (issue 24 §4).
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ import asyncio
 import ipaddress
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -165,6 +171,71 @@ def redirect_target(response: httpx.Response) -> str | None:
     except httpx.InvalidURL:
         # An unparseable Location is refused like a bad scheme rather than followed.
         raise BlockedURL(location, "blocked_scheme", "the redirect Location is not a valid URL") from None
+
+
+Origin = tuple[str, str, int]  # (scheme, host, port), lower case, default port spelled out
+
+
+def origin_of(url: str) -> Origin | None:
+    """The (scheme, host, port) of an http(s) URL, or None when it has none."""
+    try:
+        return _split(url)
+    except BlockedURL:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class PrivateAllowance:
+    """The origins a caller may reach at private addresses; empty: none.
+
+    Compared by scheme, host and port, so `http://127.0.0.1:S` does not cover
+    `http://127.0.0.1:OTHER`. Redirect hops are judged by the same rule, hop by hop.
+    """
+
+    origins: frozenset[Origin] = frozenset()
+
+    @classmethod
+    def for_site(cls, base_url: str, image_hosts: Iterable[str] = ()) -> PrivateAllowance:
+        """The site's own origin and its declared image hosts.
+
+        An image host is `host`, `host:port` or `scheme://host[:port]`; what it leaves out
+        is the site's (a bare name is served like the site, same scheme and port); a full
+        origin without a port has its scheme's default port.
+        """
+        own = origin_of(base_url)
+        if own is None:
+            return cls()
+        scheme, _, port = own
+        origins = {own}
+        for entry in image_hosts:
+            entry = entry.strip().lower()
+            if not entry:
+                continue
+            if "://" in entry:
+                # A full origin: its own scheme, and that scheme's default port if none.
+                parsed = origin_of(entry)
+                if parsed is not None:
+                    origins.add(parsed)
+                continue
+            explicit = origin_of(f"{scheme}://{entry}")
+            if explicit is not None:
+                given_port = urlsplit(f"{scheme}://{entry}").port
+                origins.add((scheme, explicit[1], given_port if given_port is not None else port))
+        return cls(frozenset(origins))
+
+    def allows(self, url: str) -> bool:
+        """True when `url`'s origin is one of ours (it may then resolve to a private address)."""
+        origin = origin_of(url)
+        return origin is not None and origin in self.origins
+
+    def __or__(self, other: PrivateAllowance) -> PrivateAllowance:
+        return PrivateAllowance(self.origins | other.origins)
+
+    def __bool__(self) -> bool:
+        return bool(self.origins)
+
+
+NO_PRIVATE = PrivateAllowance()
 
 
 class _Pinner:

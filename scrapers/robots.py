@@ -1,11 +1,12 @@
 """Our robots.txt policy, failing closed where Scrapy fails open (docs/reliability.md C1–C8).
 
-`robots_policy(status, body, ...)` is the pure decision; `RobotsGateMiddleware` (in
-`middlewares.py`) fetches robots.txt and applies it to every request of the crawl.
+`robots_policy(status, body, ...)` is the pure decision, the one robots policy of the
+project: `RobotsGateMiddleware` (in `middlewares.py`) fetches robots.txt and applies it to
+every request of the crawl, and `ingest.robots.RobotsCache` to every image fetch.
 
 | robots.txt fetch                         | policy                                            |
 |------------------------------------------|---------------------------------------------------|
-| 200                                      | the rules (HTML, garbage or empty: allow all)     |
+| 200, and any other 2xx (RFC 9309 §2.3.1.1) | the rules (HTML, garbage, empty, unparsable: allow all) |
 | 404, 410 (and other 4xx, incl. 401/403)  | allow all (RFC 9309 §2.3.1.3; Nutch/StormCrawler) |
 | 429                                      | disallow for now, for Retry-After (or the TTL)    |
 | 5xx, timeout, DNS or connection error    | disallow for the TTL, `robots_unreachable`        |
@@ -81,7 +82,7 @@ def robots_policy(
         return RobotsPolicy(
             "disallow_all", "robots_unreachable", "too many redirects", expires_at=now + error_ttl
         )
-    if status != 200:
+    if not 200 <= status < 300:
         return RobotsPolicy("allow_all", detail=f"HTTP {status}")
     text = body[:max_bytes].decode("utf-8", errors="ignore")
     if len(body) > max_bytes:

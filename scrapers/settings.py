@@ -10,7 +10,8 @@ import shutil
 from typing import Any
 from urllib.parse import urlsplit
 
-from lookbench_live.config import CrawlSettings, SiteSettings
+from lookbench_live.config import CrawlSettings, SiteSettings, agent_string
+from lookbench_live.scrapers.netguard import PrivateAllowance
 
 BOT_NAME = "lookbench-live"
 
@@ -49,7 +50,7 @@ BASE_SETTINGS: dict[str, Any] = {
 
 
 def user_agent(crawl: CrawlSettings) -> str:
-    return crawl.user_agent.format(contact=crawl.contact_url)
+    return agent_string(crawl.user_agent, crawl.contact_url)
 
 
 def allowed_hosts(site: SiteSettings) -> list[str]:
@@ -59,10 +60,11 @@ def allowed_hosts(site: SiteSettings) -> list[str]:
 
 
 def site_authorities(site: SiteSettings) -> set[str]:
-    """The site's own `host:port` (default port spelled out), as the browser proxy compares them."""
-    parts = urlsplit(site.base_url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    return {f"{(parts.hostname or '').lower()}:{port}"}
+    """The site's own `host:port` (default port spelled out), as the browser proxy compares them.
+
+    The origin comes from `netguard.PrivateAllowance`, the one rule for private allowances."""
+    allowance = PrivateAllowance.for_site(site.base_url)
+    return {f"{host}:{port}" for _, host, port in allowance.origins}
 
 
 def chromium_path() -> str:

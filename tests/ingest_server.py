@@ -38,12 +38,24 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         server = self.server
+        with server.lock:
+            server.in_flight += 1
+            server.max_in_flight = max(server.max_in_flight, server.in_flight)
+        try:
+            self._get()
+        finally:
+            with server.lock:
+                server.in_flight -= 1
+
+    def _get(self) -> None:
+        server = self.server
         path = self.path.split("?", 1)[0]
         with server.lock:
             server.hits[path] += 1
             server.times.setdefault(path, []).append(time.monotonic())
             hit = server.hits[path]
             server.host_headers.append(self.headers.get("Host", ""))
+            server.user_agents.append(self.headers.get("User-Agent", ""))
         route = server.routes.get(path)
         if route is None:
             self._send(404, b"not found", {"Content-Type": "text/plain"})
@@ -114,6 +126,9 @@ class _Server(ThreadingHTTPServer):
         self.hits: Counter[str] = Counter()
         self.times: dict[str, list[float]] = {}  # monotonic arrival time of every request, per path
         self.host_headers: list[str] = []
+        self.user_agents: list[str] = []
+        self.in_flight = 0  # requests being answered now, and the most at once
+        self.max_in_flight = 0
         self.lock = threading.Lock()
         self.stopping = threading.Event()
 

@@ -13,7 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from lookbench_live.scrapers.ingest.downloader import site_private_hosts
+    from lookbench_live.scrapers.ingest.downloader import site_download_delays, site_private_hosts
     from lookbench_live.scrapers.ingest.ingestor import IngestAborted, IngestResult, ingest_images
     from lookbench_live.scrapers.ingest.pending import ImageRequest, pending_image_requests
 
@@ -23,6 +23,7 @@ _HOMES = {
     "IngestResult": "ingestor",
     "ingest_images": "ingestor",
     "pending_image_requests": "pending",
+    "site_download_delays": "downloader",
     "site_private_hosts": "downloader",
 }
 
@@ -32,6 +33,7 @@ __all__ = [
     "IngestResult",
     "ingest_images",
     "pending_image_requests",
+    "site_download_delays",
     "site_private_hosts",
 ]
 

@@ -5,8 +5,10 @@ with a reason code. Guarantees:
 - every hop goes through the address guard (`netguard.check_url`, via `http.HttpClient`):
   checked, pinned, ≤ `max_redirects` hops (a longer chain is `too_many_redirects`), a hop
   back to an already visited URL is a `redirect_loop`. Private addresses are refused unless the settings allow them all (test
-  servers, the sample store) or the hop's host is one the caller names (`private_hosts`:
-  the hosts of a site configured with `allow_private_addresses`, see `site_private_hosts`);
+  servers, the sample store) or the hop's origin (scheme, host and port) is one the caller's
+  `netguard.PrivateAllowance` names (a site configured with `allow_private_addresses`: its
+  own origin and its `image_hosts`, see `site_private_hosts`); another port of an allowed
+  host is refused (`blocked_address`), directly or by redirect, before any request to it;
 - one TOTAL deadline (`timeout`) covers connect, every hop, headers and body of an attempt,
   so a slow-drip server cannot hold a request open;
 - at most `max_bytes` are read: a larger `Content-Length` is refused before reading, a
@@ -15,7 +17,12 @@ with a reason code. Guarantees:
   for `identity`);
 - robots.txt is obeyed for every hop (fail closed), and `X-Robots-Tag: noai`/`noimageai`
   for our agent or all agents is an opt-out;
-- hosts are paced (`pacing.HostPacer`): the robots.txt Crawl-delay between requests, a
+- an image answered with `tdm-reservation: 1` (the W3C TDM Reservation Protocol: text and
+  data mining rights reserved) is not stored (`opt_out_tdm`);
+- at most `per_host_concurrency` requests are in flight to one host (name and port) at once,
+  so 32 workers never all land on one CDN;
+- hosts are paced (`pacing.HostPacer`): the larger of the robots.txt Crawl-delay and the
+  owning site's `download_delay` (`site_download_delays`) between requests, a
   429/503's Retry-After (seconds or HTTP date) before the next request to that host, and a
   host failing `host_park_after` attempts in a row is parked (`host_parked`);
 - timeouts, 429, 5xx and connection errors are retried `retries` times with backoff
@@ -34,18 +41,26 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from lookbench_live.config import IngestSettings, SiteSettings
+from lookbench_live.config import DEFAULT_CONTACT_URL, IngestSettings, SiteSettings, agent_string
 from lookbench_live.scrapers.ingest.http import (
     BadEncoding,
     BodyTooLarge,
     HttpClient,
     ProtocolFailure,
+    ProxiedResponse,
     Response,
     read_body,
 )
 from lookbench_live.scrapers.ingest.pacing import HostPacer, HostParked
 from lookbench_live.scrapers.ingest.robots import RobotsCache
-from lookbench_live.scrapers.netguard import BlockedURL, check_scheme, check_url
+from lookbench_live.scrapers.netguard import (
+    NO_PRIVATE,
+    BlockedURL,
+    PrivateAllowance,
+    check_scheme,
+    check_url,
+)
+from lookbench_live.scrapers.optout import tdm_header_optout
 from lookbench_live.scrapers.robots import parse_retry_after
 
 OPT_OUT_DIRECTIVES = frozenset({"noai", "noimageai"})
@@ -96,20 +111,22 @@ def opted_out(headers: Any, token: str) -> str | None:
     return None
 
 
-def site_private_hosts(sites: Iterable[SiteSettings]) -> dict[str, frozenset[str]]:
-    """Per site name, the hosts its images may be fetched from at private addresses.
+def site_private_hosts(sites: Iterable[SiteSettings]) -> dict[str, PrivateAllowance]:
+    """Per site name, the origins its images may be fetched from at private addresses.
 
-    Only sites configured with `allow_private_addresses` get any: their own `base_url` host
-    and the hosts listed in `image_hosts`. Host names are compared lower-case, without port.
+    Only sites configured with `allow_private_addresses` get any: their own `base_url`
+    origin and the `image_hosts` they list (`PrivateAllowance.for_site`).
     """
-    allowed: dict[str, frozenset[str]] = {}
-    for site in sites:
-        if not site.allow_private_addresses:
-            continue
-        hosts = {(urlsplit(site.base_url).hostname or "").lower()}
-        hosts.update(h.strip().lower() for h in site.image_hosts)
-        allowed[site.name] = frozenset(h for h in hosts if h)
-    return allowed
+    return {
+        site.name: PrivateAllowance.for_site(site.base_url, site.image_hosts)
+        for site in sites
+        if site.allow_private_addresses
+    }
+
+
+def site_download_delays(sites: Iterable[SiteSettings]) -> dict[str, float]:
+    """Per site name, its `download_delay`: the least time between image requests to a host it uses."""
+    return {site.name: site.download_delay for site in sites if site.download_delay > 0}
 
 
 def _host_key(url: str) -> str:
@@ -123,11 +140,14 @@ class ImageDownloader:
     Use as an async context manager; `fetch` may be called by many tasks at once.
     """
 
-    def __init__(self, settings: IngestSettings):
+    def __init__(self, settings: IngestSettings, *, contact: str = DEFAULT_CONTACT_URL):
         self.settings = settings
-        self.client = HttpClient(user_agent=settings.user_agent, accept="image/*")
-        self.token = agent_token(settings.user_agent)
+        # `contact`: crawl.contact_url, so site owners see the same address as for the crawl.
+        user_agent = agent_string(settings.user_agent, contact)
+        self.client = HttpClient(user_agent=user_agent, accept="image/*")
+        self.token = agent_token(user_agent)
         self.pacer = HostPacer(park_after=settings.host_park_after)
+        self._in_flight: dict[str, asyncio.Semaphore] = {}
         self.robots = (
             RobotsCache(
                 self.client,
@@ -146,11 +166,18 @@ class ImageDownloader:
     async def __aexit__(self, *exc: object) -> None:
         await self.client.aclose()
 
-    async def fetch(self, url: str, lane: int = 0, private_hosts: frozenset[str] = frozenset()) -> Fetched:
+    async def fetch(
+        self,
+        url: str,
+        lane: int = 0,
+        private_hosts: PrivateAllowance = NO_PRIVATE,
+        min_delay: float = 0.0,
+    ) -> Fetched:
         """The image body at `url`, or `FetchFailed` once retries (for transient failures) are spent.
 
-        `private_hosts`: host names (lower case) this URL's owner may reach at private
-        addresses; `lane` is accepted for callers of the former pooled client and ignored.
+        `private_hosts`: the origins this URL's owner may reach at private addresses;
+        `min_delay`: seconds between requests to the URL's host at least (the owning site's
+        `download_delay`); `lane` is accepted for callers of the former pooled client and ignored.
         """
         try:
             check_scheme(url)
@@ -160,30 +187,33 @@ class ImageDownloader:
         except httpx.InvalidURL as exc:
             # httpx refuses spellings such as 0177.0.0.1 that the resolver accepts: let the
             # guard name a private target as such before calling the URL merely invalid.
-            host = (urlsplit(url).hostname or "").lower()
             try:
-                await asyncio.to_thread(check_url, url, allow_private=self._allowed(host, private_hosts))
+                await asyncio.to_thread(check_url, url, allow_private=self._allowed(url, private_hosts))
             except BlockedURL as blocked:
                 raise FetchFailed(blocked.reason, blocked.detail) from None
             raise FetchFailed("invalid_url", f"{url!r}: {exc}") from None
         host = _host_key(url)
         attempts = self.settings.retries + 1
         for attempt in range(1, attempts + 1):
-            try:
-                await self._pace(url, host, private_hosts)
-            except FetchFailed as exc:
-                raise exc from None
-            try:
-                async with asyncio.timeout(self.settings.timeout):
-                    final_url, data = await self._fetch_once(url, private_hosts)
+            in_flight = self._in_flight.setdefault(
+                host, asyncio.Semaphore(self.settings.per_host_concurrency)
+            )
+            # Held from the host's pacing slot to the end of the attempt, released for backoff.
+            async with in_flight:
+                await self._pace(url, host, private_hosts, min_delay)  # its refusals end the URL
+                try:
+                    async with asyncio.timeout(self.settings.timeout):
+                        final_url, data = await self._fetch_once(url, private_hosts)
+                    failure = None
+                except TimeoutError:
+                    failure = FetchFailed(
+                        "timeout", f"no complete response within {self.settings.timeout}s", transient=True
+                    )
+                except FetchFailed as exc:
+                    failure = exc
+            if failure is None:
                 self.pacer.succeeded(host)
                 return Fetched(url=final_url, data=data, attempts=attempt)
-            except TimeoutError:
-                failure = FetchFailed(
-                    "timeout", f"no complete response within {self.settings.timeout}s", transient=True
-                )
-            except FetchFailed as exc:
-                failure = exc
             if failure.transient:
                 self.pacer.failed(host, failure.reason, failure.detail)
             if failure.retry_after is not None:
@@ -205,32 +235,35 @@ class ImageDownloader:
                 await asyncio.sleep(backoff)
         raise AssertionError("unreachable")
 
-    def _allowed(self, host: str, private_hosts: frozenset[str]) -> bool:
-        return self.settings.allow_private_addresses or host in private_hosts
+    def _allowed(self, url: str, private_hosts: PrivateAllowance) -> bool:
+        return self.settings.allow_private_addresses or private_hosts.allows(url)
 
-    async def _pace(self, url: str, host: str, private_hosts: frozenset[str]) -> None:
+    def _robots_allowance(self, private_hosts: PrivateAllowance) -> PrivateAllowance | bool:
+        return True if self.settings.allow_private_addresses else private_hosts
+
+    async def _pace(self, url: str, host: str, private_hosts: PrivateAllowance, min_delay: float) -> None:
         """Robots verdict (for its Crawl-delay) and the host's slot, outside the attempt's deadline."""
+        crawl_delay = None
         if self.robots is not None:
-            hostname = (urlsplit(url).hostname or "").lower()
-            verdict = await self.robots.verdict(url, allow_private=self._allowed(hostname, private_hosts))
+            verdict = await self.robots.verdict(url, allow_private=self._robots_allowance(private_hosts))
             if not verdict.allowed:
                 raise FetchFailed(verdict.reason or "robots_disallowed", verdict.detail or url)
-            self.pacer.set_delay(host, verdict.crawl_delay)
+            crawl_delay = verdict.crawl_delay
+        self.pacer.set_delay(host, crawl_delay, floor=min_delay)
         try:
             await self.pacer.slot(host)
         except HostParked as exc:
             raise FetchFailed("host_parked", exc.detail) from None
 
-    async def _fetch_once(self, url: str, private_hosts: frozenset[str]) -> tuple[str, bytes]:
+    async def _fetch_once(self, url: str, private_hosts: PrivateAllowance) -> tuple[str, bytes]:
         visited = {url}
         current = url
         for hop in range(self.settings.max_redirects + 1):
-            hostname = (urlsplit(current).hostname or "").lower()
             if hop > 0:
                 # The first hop was checked and paced before the deadline started.
                 if self.robots is not None:
                     verdict = await self.robots.verdict(
-                        current, allow_private=self._allowed(hostname, private_hosts)
+                        current, allow_private=self._robots_allowance(private_hosts)
                     )
                     if not verdict.allowed:
                         raise FetchFailed(verdict.reason or "robots_disallowed", verdict.detail or current)
@@ -239,7 +272,7 @@ class ImageDownloader:
                     raise FetchFailed("host_parked", parked)
             try:
                 async with self.client.get(
-                    current, allow_private=self._allowed(hostname, private_hosts)
+                    current, allow_private=self._allowed(current, private_hosts)
                 ) as response:
                     try:
                         target = response.redirect_target()
@@ -272,7 +305,7 @@ class ImageDownloader:
             "too_many_redirects", f"more than {self.settings.max_redirects} redirects from {url}"
         )
 
-    async def _body(self, url: str, response: Response) -> bytes:
+    async def _body(self, url: str, response: Response | ProxiedResponse) -> bytes:
         status = response.status
         if status != 200:
             transient = status == 429 or status >= 500
@@ -288,6 +321,9 @@ class ImageDownloader:
         directive = opted_out(response.headers, self.token)
         if directive is not None:
             raise FetchFailed("opt_out_noai", f"disallowed by X-Robots-Tag: {directive}")
+        reserved = tdm_header_optout(response.headers.items())  # the pages' rule, one home
+        if reserved is not None:
+            raise FetchFailed(reserved.reason, f"{url}: {reserved.detail}")
         try:
             return await read_body(response, self.settings.max_bytes)
         except BodyTooLarge as exc:

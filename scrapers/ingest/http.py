@@ -6,6 +6,13 @@ decoding and hashing the image; this client spends a fraction of that (docs/benc
 image ingestion). It does only what image fetches need: GET, no cookies, no proxies, no
 HTTP/2, redirects returned to the caller (who re-checks every hop).
 
+Proxies: when the environment's `HTTPS_PROXY`/`HTTP_PROXY` applies to a URL (`NO_PROXY`
+respected, `urllib.request.getproxies`/`proxy_bypass`, the rules httpx and requests use),
+that request goes through httpx with the proxy instead (`_ProxiedExchange`): the same
+headers, the same caller-side caps and decoding (`read_body`), and the address guard's
+check of the URL before anything is sent. The proxy resolves the name itself, so the
+pin (connect to the checked address) cannot apply there.
+
 The address guard is kept whole: every request's host is resolved and checked by
 `netguard.check_url` (public addresses only, unless the caller allows private ones for that
 host), and the connection goes to the checked address, never to a second resolution of the
@@ -20,6 +27,7 @@ import asyncio
 import contextlib
 import ssl
 import time
+import urllib.request
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -55,6 +63,10 @@ class Headers:
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and any(k == name.lower() for k, _ in self._items)
+
+    def items(self) -> list[tuple[str, str]]:
+        """Every (lower-case name, value) pair, in order (for `optout.tdm_header_optout`)."""
+        return list(self._items)
 
 
 @dataclass(slots=True)
@@ -147,6 +159,7 @@ class HttpClient:
         self._resolved: dict[tuple[str, int, bool], tuple[float, list[IPAddress]]] = {}
         # Default: the certifi bundle, as httpx (the client this replaces) verified with.
         self._ssl: ssl.SSLContext | None = ssl_context
+        self._proxy_clients: dict[str, httpx.AsyncClient] = {}
 
     async def addresses(self, url: str, host: str, port: int, allow_private: bool) -> list[IPAddress]:
         """The checked addresses of `host` (raises `netguard.BlockedURL`), cached briefly."""
@@ -163,9 +176,24 @@ class HttpClient:
         self._resolved[key] = (now + RESOLUTION_TTL_S, addresses)
         return addresses
 
-    def get(self, url: str, *, allow_private: bool = False) -> _Exchange:
+    def get(self, url: str, *, allow_private: bool = False) -> _Exchange | _ProxiedExchange:
         """`async with client.get(url) as response:` one GET of `url` (redirects are not followed)."""
+        proxy = proxy_for(url)
+        if proxy is not None:
+            return _ProxiedExchange(self, url, allow_private, proxy)
         return _Exchange(self, url, allow_private)
+
+    def _proxied(self, proxy: str) -> httpx.AsyncClient:
+        client = self._proxy_clients.get(proxy)
+        if client is None:
+            client = self._proxy_clients[proxy] = httpx.AsyncClient(
+                proxy=proxy,
+                trust_env=False,  # the proxy is chosen here, per URL
+                follow_redirects=False,
+                timeout=None,  # the caller's deadline covers the attempt
+                verify=self._ssl if self._ssl is not None else True,
+            )
+        return client
 
     async def _connect(
         self, scheme: str, host: str, port: int, address: str, *, fresh: bool = False
@@ -201,6 +229,82 @@ class HttpClient:
             for connection in pool:
                 connection.close()
         self._idle.clear()
+        for client in self._proxy_clients.values():
+            await client.aclose()
+        self._proxy_clients.clear()
+
+
+def proxy_for(url: str) -> str | None:
+    """The proxy the environment names for `url` (`HTTPS_PROXY`/`HTTP_PROXY`), None when none
+    applies or `NO_PROXY` bypasses its host."""
+    parts = httpx.URL(url)
+    proxy = urllib.request.getproxies().get(parts.scheme)
+    if not proxy:
+        return None
+    if urllib.request.proxy_bypass(parts.host if parts.port is None else f"{parts.host}:{parts.port}"):
+        return None
+    return proxy
+
+
+class ProxiedResponse:
+    """A response fetched through a proxy, with the interface of `Response`."""
+
+    def __init__(self, url: str, response: httpx.Response):
+        self.url = url
+        self.status = response.status_code
+        self.headers = Headers(
+            [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in response.headers.raw]
+        )
+        self._response = response
+
+    def redirect_target(self) -> str | None:
+        if self.status not in (301, 302, 303, 307, 308):
+            return None
+        location = self.headers.get("location").strip()
+        if not location:
+            return None
+        return str(httpx.URL(self.url).join(location))
+
+    async def aiter_raw(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._response.aiter_raw():
+                yield chunk
+        except httpx.TransportError as exc:
+            raise ProtocolFailure(f"{type(exc).__name__}: {exc}") from None
+
+
+class _ProxiedExchange:
+    """One GET through a proxy (httpx): the URL is checked by the guard before anything is sent."""
+
+    def __init__(self, client: HttpClient, url: str, allow_private: bool, proxy: str):
+        self.client = client
+        self.url = url
+        self.allow_private = allow_private
+        self.proxy = proxy
+        self._response: httpx.Response | None = None
+
+    async def __aenter__(self) -> ProxiedResponse:
+        parsed = httpx.URL(self.url)
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        await self.client.addresses(self.url, parsed.host, port, self.allow_private)  # BlockedURL
+        request = self.client._proxied(self.proxy).build_request(
+            "GET",
+            self.url,
+            headers={
+                "User-Agent": self.client.user_agent,
+                "Accept": self.client.accept,
+                "Accept-Encoding": "identity",
+            },
+        )
+        try:
+            self._response = await self.client._proxied(self.proxy).send(request, stream=True)
+        except httpx.TransportError as exc:
+            raise ProtocolFailure(f"via proxy: {type(exc).__name__}: {exc}") from None
+        return ProxiedResponse(self.url, self._response)
+
+    async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if self._response is not None:
+            await self._response.aclose()
 
 
 def _is_literal(host: str) -> bool:
@@ -324,14 +428,14 @@ class BadEncoding(Exception):
     """A Content-Encoding we did not ask for and cannot bound, or a corrupt compressed body."""
 
 
-async def read_body(response: Response, cap: int, *, truncate: bool = False) -> bytes:
+async def read_body(response: Response | ProxiedResponse, cap: int, *, truncate: bool = False) -> bytes:
     """The body, content-decoded, never more than `cap` bytes held: over it raises `BodyTooLarge`
     (or, with `truncate`, returns the first `cap` bytes).
 
     We ask for `identity`; a gzip/deflate body is inflated with the same bound (never more
     than `cap` + 1 bytes), other or stacked encodings raise `BadEncoding`.
     """
-    import zlib
+    from lookbench_live.scrapers import bounded
 
     length = response.headers.get("content-length").strip()
     if not truncate and length.isdigit() and int(length) > cap:
@@ -345,7 +449,8 @@ async def read_body(response: Response, cap: int, *, truncate: bool = False) -> 
     if encodings:
         if len(encodings) > 1 or encodings[0] not in ("gzip", "x-gzip", "deflate"):
             raise BadEncoding(f"Content-Encoding {encodings} is not accepted")
-        inflater = zlib.decompressobj(32 + zlib.MAX_WBITS)  # a gzip or zlib header
+        # The crawl's decoder (one rule): gzip, zlib-wrapped or raw deflate, bounded output.
+        inflater = bounded.BoundedDecoder(encodings[0])
     body = bytearray()
     received = 0
     async for chunk in response.aiter_raw():
@@ -353,15 +458,10 @@ async def read_body(response: Response, cap: int, *, truncate: bool = False) -> 
         if inflater is None:
             body += chunk
         else:
-            data = chunk
-            while data:
-                try:
-                    body += inflater.decompress(data, cap + 1 - len(body))  # never past cap + 1
-                except zlib.error as exc:
-                    raise BadEncoding(f"corrupt {encodings[0]} body: {exc}") from None
-                if len(body) > cap:
-                    break
-                data = inflater.unconsumed_tail
+            try:
+                body += inflater.feed(chunk, cap - len(body))  # never past cap + 1
+            except bounded.BodyTooLarge as exc:
+                raise BadEncoding(exc.detail) from None
         if len(body) > cap or received > cap:
             if truncate:
                 return bytes(body[:cap])

@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lookbench_live.config import IngestSettings
+from lookbench_live.config import DEFAULT_CONTACT_URL, IngestSettings
 from lookbench_live.schema.hashing import ImageHashes
 from lookbench_live.schema.records import ImageRecord, utcnow
 from lookbench_live.scrapers.ingest.downloader import FetchFailed, ImageDownloader
@@ -46,6 +46,7 @@ from lookbench_live.scrapers.ingest.workers import (
     process_image,
     sync_paths,
 )
+from lookbench_live.scrapers.netguard import NO_PRIVATE, PrivateAllowance
 from lookbench_live.warehouse.lake import Lake
 
 
@@ -143,11 +144,12 @@ async def _ingest_url(
     decoder: Decoder,
     store: Callable[[bytes], Awaitable[str]],
     url: str,
-    private_hosts: frozenset[str],
+    private_hosts: PrivateAllowance,
+    min_delay: float = 0.0,
 ) -> Outcome:
     fetched_at = utcnow()
     try:
-        fetched = await downloader.fetch(url, private_hosts=private_hosts)
+        fetched = await downloader.fetch(url, private_hosts=private_hosts, min_delay=min_delay)
     except FetchFailed as exc:
         return Outcome(url, "rejected", fetched_at, reason=exc.reason, detail=exc.detail)
     final_url = fetched.url if fetched.url != url else None
@@ -186,7 +188,9 @@ async def _ingest_urls(
     settings: IngestSettings,
     urls: Sequence[str],
     on_batch: Callable[[list[Outcome]], None] | None = None,
-    private_hosts: Mapping[str, frozenset[str]] | None = None,
+    private_hosts: Mapping[str, PrivateAllowance] | None = None,
+    delays: Mapping[str, float] | None = None,
+    contact: str = DEFAULT_CONTACT_URL,
 ) -> list[Outcome]:
     """Ingest `urls` with `concurrency` fetches in flight; hands every `shard_size` outcomes to `on_batch`.
 
@@ -215,13 +219,14 @@ async def _ingest_urls(
         if on_batch is not None:
             on_batch(ready)
 
-    async with ImageDownloader(settings) as downloader:
+    delay_of = delays or {}
+    async with ImageDownloader(settings, contact=contact) as downloader:
 
         async def worker() -> None:
             for url in queue:  # the shared iterator hands each URL to exactly one worker
                 try:
                     outcome = await _ingest_url(
-                        downloader, decoder, store, url, hosts_of.get(url, frozenset())
+                        downloader, decoder, store, url, hosts_of.get(url, NO_PRIVATE), delay_of.get(url, 0.0)
                     )
                 except IngestAborted:
                     raise
@@ -322,15 +327,20 @@ def ingest_images(
     requests: Sequence[ImageRequest],
     run_id: str,
     *,
-    private_hosts: Mapping[str, frozenset[str]] | None = None,
+    private_hosts: Mapping[str, PrivateAllowance] | None = None,
+    site_delays: Mapping[str, float] | None = None,
+    contact: str = DEFAULT_CONTACT_URL,
 ) -> IngestResult:
     """Fetch, validate, hash and store the images of `requests`; one `images` row per request.
 
     Requests whose row already exists are skipped (counted in `skipped_existing`).
     Returns the counts; `ok + rejected + skipped_existing == len(requests)`.
-    `private_hosts`: per source (site name), the hosts its images may be fetched from at
+    `private_hosts`: per source (site name), the origins its images may be fetched from at
     private addresses (`downloader.site_private_hosts(settings.crawl.sites)`); every other
     private address stays refused unless `settings.allow_private_addresses`.
+    `site_delays`: per source, its `download_delay` (`downloader.site_download_delays`), the
+    least time between requests to the hosts of its images; `contact`: `crawl.contact_url`,
+    filled into the user agent.
     """
     result = IngestResult()
     existing = lake.keys("images")
@@ -346,12 +356,24 @@ def ingest_images(
     if not by_url:
         return result
     urls = list(by_url)
-    allowed: dict[str, frozenset[str]] = {}
+    allowed: dict[str, PrivateAllowance] = {}
     if private_hosts:
         for url, owners in by_url.items():
-            hosts = frozenset().union(*(private_hosts.get(r.source, frozenset()) for r in owners))
+            hosts = NO_PRIVATE
+            for r in owners:
+                hosts = hosts | private_hosts.get(r.source, NO_PRIVATE)
             if hosts:
                 allowed[url] = hosts
+    delays: dict[str, float] = {}
+    if site_delays:
+        for url, owners in by_url.items():
+            delay = max((site_delays.get(r.source, 0.0) for r in owners), default=0.0)
+            if delay > 0:
+                delays[url] = delay
     commit = _Committer(lake, by_url, run_id, result)
-    _run(lambda: _ingest_urls(lake, settings, urls, on_batch=commit, private_hosts=allowed))
+    _run(
+        lambda: _ingest_urls(
+            lake, settings, urls, on_batch=commit, private_hosts=allowed, delays=delays, contact=contact
+        )
+    )
     return result

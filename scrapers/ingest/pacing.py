@@ -1,7 +1,8 @@
 """Per-host pacing of image fetches: Crawl-delay, Retry-After, and parking a host that keeps failing.
 
-- `set_delay(host, s)`: at least `s` seconds between the starts of two requests to the host
-  (the host's robots.txt Crawl-delay for our agent).
+- `set_delay(host, s, floor=f)`: at least `s` seconds between the starts of two requests to
+  the host (the host's robots.txt Crawl-delay for our agent), and never less than the largest
+  `floor` any caller gave for it (the owning sites' `download_delay`).
 - `back_off(host, s)`: no request to the host before `s` seconds from now (a 429/503's
   Retry-After, either form); requests already waiting for the host wait longer.
 - `failed(host, ...)` / `succeeded(host)`: after `park_after` failed attempts in a row (timeouts,
@@ -29,6 +30,7 @@ class HostParked(Exception):
 @dataclass(slots=True)
 class _Host:
     delay: float = 0.0
+    floor: float = 0.0  # the largest site download_delay seen for this host
     next_at: float = 0.0  # monotonic time before which no request may start
     failures: int = 0
     parked: str | None = None
@@ -46,8 +48,11 @@ class HostPacer:
             state = self._hosts[host] = _Host()
         return state
 
-    def set_delay(self, host: str, seconds: float | None) -> None:
-        self._host(host).delay = max(0.0, seconds or 0.0)
+    def set_delay(self, host: str, seconds: float | None, *, floor: float = 0.0) -> None:
+        state = self._host(host)
+        # Sites sharing a CDN: the strictest site's delay holds for all of them.
+        state.floor = max(state.floor, floor)
+        state.delay = max(0.0, seconds or 0.0, state.floor)
 
     def back_off(self, host: str, seconds: float) -> None:
         state = self._host(host)

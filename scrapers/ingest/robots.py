@@ -1,15 +1,15 @@
 """robots.txt for image hosts, fetched once per host and failing closed (RFC 9309 §2.3.1).
 
-Policy, explicit and tested:
-- 200: parsed with Protego (at most `ROBOTS_MAX_BYTES`, content-decoded with the same bound;
-  rules past the cap are dropped); its Crawl-delay for our agent paces the host's image
-  fetches, and a Crawl-delay over `max_crawl_delay` disallows the host (`crawl_delay_too_long`),
-  as the crawl does;
-- 4xx other than 429 (401 and 403 included, as Nutch and StormCrawler default): allow all;
-- 429, 5xx, timeouts, connection errors, refused addresses, more than 5 redirects:
-  disallow all (`robots_unreachable`) for `robots_error_ttl` seconds, then try again.
+The decision is the crawl's (`scrapers.robots.robots_policy`, one policy for both): any 2xx
+is parsed (at most `ROBOTS_MAX_BYTES`, whole lines only; garbage or an unparsable file
+allows all); its Crawl-delay for our agent paces the host's image fetches, and one over
+`max_crawl_delay` disallows the host (`crawl_delay_too_long`); 4xx other than 429 allows
+all; 429 disallows for its Retry-After (or `robots_error_ttl`); 5xx, timeouts, connection
+errors, refused addresses and more than 5 redirects disallow (`robots_unreachable`, or
+the guard's reason) for `robots_error_ttl` seconds, then it is tried again.
 Redirects are followed (≤ `MAX_REDIRECTS`, each hop through the address guard) but the
-rules apply to the original host.
+rules apply to the original host. A private address is reached only for a hop whose origin
+(scheme, host and port) the caller's `netguard.PrivateAllowance` names.
 """
 
 from __future__ import annotations
@@ -20,10 +20,13 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import httpx
-from protego import Protego
 
 from lookbench_live.scrapers.ingest.http import BadEncoding, HttpClient, ProtocolFailure, read_body
-from lookbench_live.scrapers.netguard import MAX_REDIRECTS, BlockedURL
+from lookbench_live.scrapers.netguard import MAX_REDIRECTS, NO_PRIVATE, BlockedURL, PrivateAllowance
+from lookbench_live.scrapers.robots import RobotsPolicy, parse_retry_after, robots_policy
+
+# True: every address (settings.allow_private_addresses); an allowance: only its origins.
+Allowance = PrivateAllowance | bool
 
 ROBOTS_MAX_BYTES = 500 * 1024
 SUCCESS_TTL_S = 24 * 3600.0
@@ -42,18 +45,15 @@ class RobotsVerdict:
 @dataclass(slots=True)
 class _Entry:
     expires: float
-    parser: Protego | None  # None: allow all (or disallow all, see `error`)
-    error: str | None = None
-    reason: str = "robots_unreachable"
-    crawl_delay: float | None = None
+    policy: RobotsPolicy
 
 
 class RobotsCache:
     """Per-origin robots.txt rules; concurrent callers share one fetch per origin.
 
-    `verdict(url, allow_private=True)` may fetch robots.txt from a private address (the
-    allowance the image URL itself has); verdicts with and without it are cached apart, so
-    one caller's allowance never decides another's.
+    `verdict(url, allow_private=allowance)` may fetch robots.txt (and follow its redirects)
+    at a private address only for the origins `allowance` names (True: any); verdicts under
+    different allowances are cached apart, so one caller's allowance never decides another's.
     """
 
     def __init__(
@@ -70,12 +70,15 @@ class RobotsCache:
         self.timeout = timeout
         self.error_ttl = error_ttl
         self.max_crawl_delay = max_crawl_delay
-        self._entries: dict[tuple[str, bool], _Entry] = {}
-        self._loading: dict[tuple[str, bool], asyncio.Task[_Entry]] = {}
+        self._entries: dict[tuple[str, Allowance], _Entry] = {}
+        self._loading: dict[tuple[str, Allowance], asyncio.Task[_Entry]] = {}
 
-    async def verdict(self, url: str, *, allow_private: bool = False) -> RobotsVerdict:
+    async def verdict(self, url: str, *, allow_private: Allowance = NO_PRIVATE) -> RobotsVerdict:
         parts = urlsplit(url)
         origin = f"{parts.scheme}://{parts.netloc}"
+        if isinstance(allow_private, PrivateAllowance) and not allow_private.allows(origin):
+            # The allowance does not reach this origin: share the entry of "no allowance".
+            allow_private = NO_PRIVATE
         key = (origin, allow_private)
         entry = self._entries.get(key)
         if entry is None or entry.expires < time.monotonic():
@@ -87,15 +90,16 @@ class RobotsCache:
             entry = await asyncio.shield(task)
             self._entries[key] = entry
             self._loading.pop(key, None)
-        if entry.error is not None:
-            return RobotsVerdict(False, entry.reason, entry.error)
-        if entry.parser is not None and not entry.parser.can_fetch(url, self.agent):
+        policy = entry.policy
+        if policy.verdict == "disallow_all":
+            return RobotsVerdict(False, policy.reason or "robots_unreachable", policy.detail)
+        if not policy.allows(url, self.agent):
             return RobotsVerdict(
                 False, "robots_disallowed", f"{origin}/robots.txt disallows it for {self.agent}"
             )
-        return RobotsVerdict(True, crawl_delay=entry.crawl_delay)
+        return RobotsVerdict(True, crawl_delay=policy.crawl_delay)
 
-    async def _load(self, origin: str, allow_private: bool) -> _Entry:
+    async def _load(self, origin: str, allow_private: Allowance) -> _Entry:
         try:
             async with asyncio.timeout(self.timeout):
                 return await self._fetch(origin, allow_private)
@@ -108,37 +112,43 @@ class RobotsCache:
             return self._failed(f"{origin}/robots.txt: {type(exc).__name__}: {exc}")
 
     def _failed(self, detail: str, reason: str = "robots_unreachable") -> _Entry:
-        return _Entry(expires=time.monotonic() + self.error_ttl, parser=None, error=detail, reason=reason)
+        policy = robots_policy(None, user_agent=self.agent, error=detail, error_ttl=self.error_ttl)
+        policy.reason = reason  # a refused address keeps the guard's reason
+        return self._entry(policy)
 
-    async def _fetch(self, origin: str, allow_private: bool) -> _Entry:
+    @staticmethod
+    def _entry(policy: RobotsPolicy) -> _Entry:
+        # Rules (and a too-long Crawl-delay) hold for a day; failures until the policy's expiry.
+        expires = policy.expires_at if policy.expires_at is not None else time.monotonic() + SUCCESS_TTL_S
+        return _Entry(expires=expires, policy=policy)
+
+    async def _fetch(self, origin: str, allow_private: Allowance) -> _Entry:
         url = f"{origin}/robots.txt"
         for _ in range(MAX_REDIRECTS + 1):
-            # A redirect keeps the allowance only on the same host.
-            same_host = urlsplit(url).netloc.lower() == urlsplit(origin).netloc.lower()
-            async with self.client.get(url, allow_private=allow_private and same_host) as response:
+            # Each hop is judged by the allowance's origins (scheme, host and port).
+            private_ok = (
+                allow_private.allows(url) if isinstance(allow_private, PrivateAllowance) else allow_private
+            )
+            async with self.client.get(url, allow_private=private_ok) as response:
                 target = response.redirect_target()
                 if target is not None:
                     url = target
                     continue
                 status = response.status
-                if status == 200:
-                    # RFC 9309 §2.5: parse at least 500 KiB, stop at our cap.
-                    body = await read_body(response, ROBOTS_MAX_BYTES, truncate=True)
-                    parser = Protego.parse(body.decode("utf-8", errors="replace"))
-                    delay = parser.crawl_delay(self.agent)
-                    if delay is not None and delay > self.max_crawl_delay:
-                        return _Entry(
-                            expires=time.monotonic() + SUCCESS_TTL_S,
-                            parser=None,
-                            error=f"Crawl-delay {delay:g} s is over the maximum {self.max_crawl_delay:g} s",
-                            reason="crawl_delay_too_long",
-                        )
-                    return _Entry(
-                        expires=time.monotonic() + SUCCESS_TTL_S,
-                        parser=parser,
-                        crawl_delay=float(delay) if delay is not None else None,
-                    )
-                if 400 <= status < 500 and status != 429:
-                    return _Entry(expires=time.monotonic() + SUCCESS_TTL_S, parser=None)
-                return self._failed(f"{url} answered HTTP {status}")
+                body = b""
+                if 200 <= status < 300:
+                    # RFC 9309 §2.5: parse at least 500 KiB; one byte more tells the policy
+                    # the file went on, so it keeps whole lines only.
+                    body = await read_body(response, ROBOTS_MAX_BYTES + 1, truncate=True)
+                policy = robots_policy(
+                    status,
+                    body,
+                    user_agent=self.agent,
+                    max_bytes=ROBOTS_MAX_BYTES,
+                    max_crawl_delay=self.max_crawl_delay,
+                    error_ttl=self.error_ttl,
+                    retry_after=parse_retry_after(response.headers.get("retry-after") or None),
+                )
+                policy.detail = f"{url}: {policy.detail}"  # which file, for the recorded detail
+                return self._entry(policy)
         return self._failed(f"{origin}/robots.txt redirected more than {MAX_REDIRECTS} times")
