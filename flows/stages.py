@@ -141,6 +141,14 @@ def crawl_site(spec: RunSpec, site: SiteSettings) -> dict[str, Any]:
         _record_site(lake, spec, site.name, "site_failed", reason)
         return _outcome(site.name, "failed", reason, since=since)
     outcome = _outcome(site.name, result.status, "", since=since, result=result)
+    if result.status == "unreachable":
+        # Not marked done: the host was not reached, so the rerun crawls this site again.
+        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(result.rejections_by_reason.items()))
+        outcome.update(
+            status="failed", reason=f"no page fetched ({reasons}); host unreachable, the rerun retries it"
+        )
+        _record_site(lake, spec, site.name, "site_failed", outcome["reason"])
+        return outcome
     if result.pages == 0 and not (result.products_new or result.products_changed or result.looks_new):
         reasons = ", ".join(f"{k}: {v}" for k, v in sorted(result.rejections_by_reason.items()))
         outcome.update(status="failed", reason=f"no page fetched ({reasons or 'no response'})")

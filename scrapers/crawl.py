@@ -41,6 +41,11 @@ FRONTIER_NAME = "frontier.json"  # per site: what the last finished run did not 
 FRONTIER_IN_NAME = "frontier-in.json"  # per run: the frontier it started from
 OUTCOME_NAME = "outcome.json"  # per run: how the subprocess ended (finish_reason)
 BUDGET_REASONS = ("closespider_timeout", "closespider_pagecount")
+# Rejection reasons that say the host could not be reached (not that it refused us): a run that
+# fetched nothing for these reasons is not a finished crawl, and its next call crawls again.
+UNREACHABLE_REASONS = frozenset(
+    {"robots_unreachable", "connection_refused", "dns_error", "timeout", "host_parked", "download_failed"}
+)
 
 
 class CrawlError(RuntimeError):
@@ -59,7 +64,9 @@ class CrawlResult:
     rejections_by_reason: dict[str, int] = field(default_factory=dict)
     pages: int = 0
     resumed: bool = False
-    status: str = "ok"  # ok | over_budget (a budget stopped it; `unreached` requests wait)
+    # ok | over_budget (a budget stopped it; `unreached` requests wait) | unreachable (nothing
+    # fetched, the host could not be reached: not recorded as done, see `is_unreachable`)
+    status: str = "ok"
     unreached: int = 0
     finish_reason: str = "finished"
 
@@ -202,6 +209,13 @@ def run_crawl(
     left = journal.frontier()
     journal.close()
     result.unreached = len(left)
+    if is_unreachable(result):
+        # Not a completion: the journal says every request failed to connect, so resuming it
+        # would fetch nothing. Its state is set aside (kept for its log) and the next call
+        # starts this run key afresh, from the same frontier (the site's is left as it was).
+        result.status = "unreachable"
+        directory.rename(directory.with_name(f"{directory.name}.unreachable-{os.urandom(4).hex()}"))
+        return result
     if left or result.finish_reason in BUDGET_REASONS:
         result.status = "over_budget"
     if not jobdir:
@@ -209,6 +223,13 @@ def run_crawl(
         atomic_write_bytes(lake.fs, str(site_frontier), json.dumps(left).encode())
     atomic_write_bytes(lake.fs, str(done), json.dumps(result.to_json()).encode())
     return result
+
+
+def is_unreachable(result: CrawlResult) -> bool:
+    """Nothing fetched, nothing added, and the reasons recorded say the host was not reached."""
+    added = result.products_new or result.products_changed or result.looks_new
+    reasons = set(result.rejections_by_reason)
+    return result.pages == 0 and not added and bool(reasons) and reasons <= UNREACHABLE_REASONS
 
 
 def salvage_journal(
@@ -298,9 +319,10 @@ def _count(lake: Lake, source: str, run_key: str, baseline: dict[str, Any], dire
         else:
             result.products_new += 1
     result.looks_new = len(set(now["looks"]) - set(baseline["looks"]))
-    rejections = lake.read("rejections", columns=["reason", "source", "run_id"]).to_pylist()
+    rejections = lake.read("rejections", columns=["item", "reason", "source", "run_id"]).to_pylist()
     for row in rejections:
-        if row["source"] == source and row["run_id"] == run_key:
+        # `site:<name>` rows are the flow's verdicts on earlier attempts, not the crawl's own.
+        if row["source"] == source and row["run_id"] == run_key and not row["item"].startswith("site:"):
             result.rejections_by_reason[row["reason"]] = result.rejections_by_reason.get(row["reason"], 0) + 1
     journal = CrawlJournal(directory)
     result.pages = journal.pages
