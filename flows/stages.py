@@ -158,6 +158,15 @@ def crawl_site(spec: RunSpec, site: SiteSettings) -> dict[str, Any]:
             f"budget reached (max_pages={site.max_pages}, max_duration={site.max_duration}, finish_reason={result.finish_reason}); {result.unreached} requests left for the next run"
         )
         _record_site(lake, spec, site.name, "over_budget", outcome["reason"])
+    if outcome["status"] != "failed":
+        from lookbench_live.flows.site_yield import previous_products, yield_flag
+
+        flag = yield_flag(
+            previous_products(lake, site.name, spec.run_key), products=outcome["products"], pages=result.pages
+        )
+        if flag:  # finished, so marked done; the flag goes into the outcome, the summary, the manifest
+            outcome["flag"] = flag
+            _record_site(lake, spec, site.name, "yield_drop", flag)
     ledger.mark_done(lake, spec.run_key, "crawl", site.name, detail=_stamp(outcome))
     return outcome
 
