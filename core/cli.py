@@ -1,7 +1,7 @@
 """The `lookbench-live` command: one typer app, each stage registers its own commands.
 
 Any error ends the command with a non-zero status and one line naming the problem
-(set `LOOKBENCH_DEBUG=1` for the traceback).
+(`--verbose` or `LOOKBENCH_DEBUG=1` for the traceback).
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ Examples:
   lookbench-live taxonomy --schema dress     # the JSON Schema annotation requests
 """
 
+_VERBOSE = False  # `--verbose`: a failure shows its traceback too (as LOOKBENCH_DEBUG=1 does)
+
 app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 
 
@@ -51,6 +53,8 @@ def _options(
         help="Show the libraries' warnings, logs and progress bars (hidden by default).",
     ),
 ) -> None:
+    global _VERBOSE
+    _VERBOSE = verbose
     configure_terminal(verbose or None)
 
 
@@ -90,7 +94,7 @@ def main() -> None:
         print("error: interrupted", file=sys.stderr)
         sys.exit(130)
     except Exception as exc:  # one line for people, the traceback on request
-        if os.environ.get("LOOKBENCH_DEBUG"):
+        if os.environ.get("LOOKBENCH_DEBUG") or _VERBOSE:
             raise
         message = " ".join(str(exc).split()) or type(exc).__name__
         print(f"error: {message}", file=sys.stderr)

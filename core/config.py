@@ -128,6 +128,9 @@ class CrawlSettings(Section):
     batch_size: int = Field(default=200, ge=1)  # rows per lake commit
     playwright: bool = True  # False: JavaScript sites are skipped with a recorded reason
     state_dir: str | None = None  # crawl journals; None: <lake>/crawl-state (required for s3:// lakes)
+    # Seconds one site's crawl subprocess may run per call; None: from the site's budgets
+    # (`max_duration`, `max_pages` x the slowest pacing it may be asked for), see `crawl_time_limit`.
+    time_limit: float | None = Field(default=None, gt=0)
     # The embedded default (no `sites`): the living sample store's weekly arrivals (benchmarks).
     # Under the freshness rules only products dated in the window are new (the core catalogue
     # is older), so a month's real subsets are its arrivals less the products that looks and

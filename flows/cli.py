@@ -24,12 +24,12 @@ def _prepare(config: str | None) -> Any:
     return settings
 
 
-def _check_lake_free(home: str | None, settings: Any) -> None:
-    """Fail before Prefect starts when another flow holds the lake (the flow checks again under the lock)."""
+def _lake_lock(home: str | None, settings: Any) -> Any:
+    """The lake's writer lock for this whole process, taken before Prefect starts: a second run
+    is refused at once naming the holder, and none can start between this check and the flow's."""
     from lookbench_live.warehouse.lake import Lake
 
-    with Lake(home or settings.lake.home).writer_lock("flow"):
-        pass
+    return Lake(home or settings.lake.home).process_writer_lock("flow")
 
 
 def _report(summary: dict[str, Any]) -> None:
@@ -68,19 +68,22 @@ def refresh(
       lookbench-live refresh
       lookbench-live refresh --config lookbench.toml --as-of 2026-12-01
     """
-    settings = _prepare(config)
-    _check_lake_free(home, settings)
-    from lookbench_live.flows.refresh import refresh_flow, with_runner
+    from lookbench_live.flows.preflight import check_refresh
 
-    summary = with_runner(settings, refresh_flow)(
-        config_path=config,
-        home=home,
-        as_of=as_of,
-        window_start=since,
-        version=version,
-        replace=replace,
-        sample_store_port=port,
-    )
+    settings = _prepare(config)
+    check_refresh(settings, home, as_of=as_of, since=since, replace=replace)  # before Prefect
+    with _lake_lock(home, settings):
+        from lookbench_live.flows.refresh import refresh_flow, with_runner
+
+        summary = with_runner(settings, refresh_flow)(
+            config_path=config,
+            home=home,
+            as_of=as_of,
+            window_start=since,
+            version=version,
+            replace=replace,
+            sample_store_port=port,
+        )
     _report(summary)
 
 
@@ -104,13 +107,22 @@ def backfill(
       lookbench-live backfill --start 2026-10-01 --end 2026-11-01
       lookbench-live backfill --start 2026-10-01 --end 2026-11-01 --stages annotate --stages release --replace
     """
-    settings = _prepare(config)
-    _check_lake_free(home, settings)
-    from lookbench_live.flows.refresh import backfill_flow, with_runner
+    from lookbench_live.flows.preflight import check_backfill
 
-    summary = with_runner(settings, backfill_flow)(
-        start=start, end=end, stages_=stages, config_path=config, home=home, version=version, replace=replace
-    )
+    settings = _prepare(config)
+    check_backfill(start, end)  # before Prefect
+    with _lake_lock(home, settings):
+        from lookbench_live.flows.refresh import backfill_flow, with_runner
+
+        summary = with_runner(settings, backfill_flow)(
+            start=start,
+            end=end,
+            stages_=stages,
+            config_path=config,
+            home=home,
+            version=version,
+            replace=replace,
+        )
     _report(summary)
 
 
@@ -130,7 +142,7 @@ def export(
     from lookbench_live.flows.export import export_release
     from lookbench_live.warehouse.lake import Lake
 
-    result = export_release(Lake(home), version, to)
+    result = export_release(Lake(home, create=False), version, to)
     state = "already there, verified" if result.already_there else "copied and verified"
     typer.echo(
         f"release {result.version}: {result.files} files, {result.bytes} bytes {state} at {result.destination}"

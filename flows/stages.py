@@ -145,6 +145,14 @@ def crawl_site(spec: RunSpec, site: SiteSettings) -> dict[str, Any]:
         _record_site(lake, spec, site.name, "site_failed", reason)
         return _outcome(site.name, "failed", reason, since=since)
     outcome = _outcome(site.name, result.status, "", since=since, result=result)
+    if result.status == "unreachable":
+        # Not marked done: the host was not reached, so the rerun crawls this site again.
+        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(result.rejections_by_reason.items()))
+        outcome.update(
+            status="failed", reason=f"no page fetched ({reasons}); host unreachable, the rerun retries it"
+        )
+        _record_site(lake, spec, site.name, "site_failed", outcome["reason"])
+        return outcome
     if result.pages == 0 and not (result.products_new or result.products_changed or result.looks_new):
         reasons = ", ".join(f"{k}: {v}" for k, v in sorted(result.rejections_by_reason.items()))
         outcome.update(status="failed", reason=f"no page fetched ({reasons or 'no response'})")
@@ -159,6 +167,15 @@ def crawl_site(spec: RunSpec, site: SiteSettings) -> dict[str, Any]:
         # is still to come, so the next crawl is the baseline (and all it saw before is older).
         record_baseline(lake, site.name, spec.as_of_dt, spec.run_key)
         outcome["baseline"] = True
+    if outcome["status"] != "failed":
+        from lookbench_live.flows.site_yield import previous_products, yield_flag
+
+        flag = yield_flag(
+            previous_products(lake, site.name, spec.run_key), products=outcome["products"], pages=result.pages
+        )
+        if flag:  # finished, so marked done; the flag goes into the outcome, the summary, the manifest
+            outcome["flag"] = flag
+            _record_site(lake, spec, site.name, "yield_drop", flag)
     ledger.mark_done(lake, spec.run_key, "crawl", site.name, detail=_stamp(outcome))
     return outcome
 

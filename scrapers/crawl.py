@@ -41,6 +41,45 @@ FRONTIER_NAME = "frontier.json"  # per site: what the last finished run did not 
 FRONTIER_IN_NAME = "frontier-in.json"  # per run: the frontier it started from
 OUTCOME_NAME = "outcome.json"  # per run: how the subprocess ended (finish_reason)
 BUDGET_REASONS = ("closespider_timeout", "closespider_pagecount")
+# Rejection reasons that say the host could not be reached (not that it refused us): a run that
+# fetched nothing for these reasons is not a finished crawl, and its next call crawls again.
+UNREACHABLE_REASONS = frozenset(
+    {"robots_unreachable", "connection_refused", "dns_error", "timeout", "host_parked", "download_failed"}
+)
+
+
+MIN_TIME_LIMIT_S = 1800.0  # a crawl's limit is never below this (start-up, sitemaps, robots)
+GRACE_S = 120.0  # between the crawl's own clean stop and the hard kill
+
+
+def slowest_pacing(site: SiteSettings, crawl: CrawlSettings) -> float:
+    """Seconds between two requests to the site at worst: its `download_delay`, or a robots.txt
+    Crawl-delay up to `crawl.max_crawl_delay` (a slower one is refused)."""
+    return max(site.download_delay, crawl.max_crawl_delay if crawl.obey_robots else 0.0)
+
+
+def drain_s(site: SiteSettings, crawl: CrawlSettings) -> float:
+    """How long a paced crawl takes to close: Scrapy finishes the requests already handed to the
+    downloader (up to CONCURRENT_REQUESTS, see settings.py), one per pacing interval."""
+    return max(16, site.concurrency) * slowest_pacing(site, crawl)
+
+
+def crawl_time_limit(site: SiteSettings, crawl: CrawlSettings) -> float:
+    """How long one call of a site's crawl subprocess may run: `crawl.time_limit` when set, else
+    what the site's budgets can take: `max_duration`, or `max_pages` at the slowest pacing, so
+    `Crawl-delay: 10` with `max_pages = 300` gets 3,000 s (plus closing) instead of being killed
+    every month at a fixed 1,800 s."""
+    if crawl.time_limit is not None:
+        return crawl.time_limit
+    paced = site.max_pages * slowest_pacing(site, crawl)
+    return max(MIN_TIME_LIMIT_S, site.max_duration or 0.0, paced) + GRACE_S + drain_s(site, crawl)
+
+
+def clean_stop_after(limit_s: float, site: SiteSettings, crawl: CrawlSettings) -> float:
+    """When the crawl stops itself (Scrapy's `closespider_timeout`, its frontier saved) ahead of
+    the hard kill at `limit_s`: early enough to start up and to close (`drain_s`), never before
+    half the limit. The kill then only catches a crawl that hangs."""
+    return limit_s - min(GRACE_S + drain_s(site, crawl), limit_s / 2)
 
 
 class CrawlError(RuntimeError):
@@ -59,7 +98,9 @@ class CrawlResult:
     rejections_by_reason: dict[str, int] = field(default_factory=dict)
     pages: int = 0
     resumed: bool = False
-    status: str = "ok"  # ok | over_budget (a budget stopped it; `unreached` requests wait)
+    # ok | over_budget (a budget stopped it; `unreached` requests wait) | unreachable (nothing
+    # fetched, the host could not be reached: not recorded as done, see `is_unreachable`)
+    status: str = "ok"
     unreached: int = 0
     finish_reason: str = "finished"
 
@@ -113,7 +154,7 @@ def run_crawl(
     *,
     since: dt.datetime | None = None,
     jobdir: str | None = None,
-    timeout_s: float = 1800,
+    timeout_s: float | None = None,
     seen_at: dt.datetime | None = None,
 ) -> CrawlResult:
     """Crawl one site into `Lake(lake_home)` and return what this run added.
@@ -121,8 +162,11 @@ def run_crawl(
     `since`: products whose stated dates are all older, and sitemap entries with an older
     `lastmod`, are not new work. `seen_at`: the run's logical time, stamped as `first_seen_at`
     of what it discovers (default: the moment each item is observed), so that a killed run
-    rerun gives the same rows. `jobdir` overrides the state directory. On timeout the
-    subprocess is killed and `CrawlError` raised; a rerun resumes.
+    rerun gives the same rows. `jobdir` overrides the state directory. `timeout_s` (default
+    `crawl_time_limit`): the crawl stops itself cleanly a little before it (`clean_stop_after`);
+    past it the subprocess is killed, what its journal had not reached becomes the site's
+    frontier (so the next run key starts there, not from the same first pages) and
+    `CrawlError` is raised; a rerun of the same run key resumes from its journal.
     """
     lake = Lake(lake_home)
     directory = Path(jobdir) if jobdir else state_dir(lake, site.name, run_key, crawl.state_dir)
@@ -161,9 +205,10 @@ def run_crawl(
         command += ["--seen-at", seen_at.astimezone(dt.UTC).isoformat()]
     if frontier_in.exists():
         command += ["--frontier", str(frontier_in)]
-    if site.max_duration is not None:
-        # The subprocess stops itself at the budget; the hard timeout only catches a hang.
-        timeout_s = max(timeout_s, site.max_duration + 120)
+    if timeout_s is None:
+        timeout_s = crawl_time_limit(site, crawl)
+    # The subprocess stops itself before the limit (frontier saved); the hard kill catches a hang.
+    command += ["--stop-after", f"{clean_stop_after(timeout_s, site, crawl):.3f}"]
     log_path = directory / "crawl.log"
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
@@ -180,6 +225,8 @@ def run_crawl(
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
             salvage_journal(lake.home, site.name, run_key, directory, crawl.batch_size, seen_at)
+            if not jobdir:
+                save_frontier(lake, directory, site_frontier)
             raise CrawlError(
                 f"crawl of {site.name} (run {run_key}) did not finish in {timeout_s:g} s; "
                 f"rerun to resume it (log: {log_path})"
@@ -202,6 +249,13 @@ def run_crawl(
     left = journal.frontier()
     journal.close()
     result.unreached = len(left)
+    if is_unreachable(result):
+        # Not a completion: the journal says every request failed to connect, so resuming it
+        # would fetch nothing. Its state is set aside (kept for its log) and the next call
+        # starts this run key afresh, from the same frontier (the site's is left as it was).
+        result.status = "unreachable"
+        directory.rename(directory.with_name(f"{directory.name}.unreachable-{os.urandom(4).hex()}"))
+        return result
     if left or result.finish_reason in BUDGET_REASONS:
         result.status = "over_budget"
     if not jobdir:
@@ -209,6 +263,28 @@ def run_crawl(
         atomic_write_bytes(lake.fs, str(site_frontier), json.dumps(left).encode())
     atomic_write_bytes(lake.fs, str(done), json.dumps(result.to_json()).encode())
     return result
+
+
+def save_frontier(lake: Lake, directory: Path, site_frontier: Path) -> int:
+    """A killed crawl's frontier: the requests its journal deferred or left pending, written as
+    the site's, so the next run key starts from them. The killed run key itself resumes from
+    its journal and, once it finishes, replaces this with what it left. Returns the count."""
+    from lookbench_live.scrapers.journal import CrawlJournal
+
+    journal = CrawlJournal(directory)
+    try:
+        left = journal.frontier()
+    finally:
+        journal.close()
+    atomic_write_bytes(lake.fs, str(site_frontier), json.dumps(left).encode())
+    return len(left)
+
+
+def is_unreachable(result: CrawlResult) -> bool:
+    """Nothing fetched, nothing added, and the reasons recorded say the host was not reached."""
+    added = result.products_new or result.products_changed or result.looks_new
+    reasons = set(result.rejections_by_reason)
+    return result.pages == 0 and not added and bool(reasons) and reasons <= UNREACHABLE_REASONS
 
 
 def salvage_journal(
@@ -298,9 +374,10 @@ def _count(lake: Lake, source: str, run_key: str, baseline: dict[str, Any], dire
         else:
             result.products_new += 1
     result.looks_new = len(set(now["looks"]) - set(baseline["looks"]))
-    rejections = lake.read("rejections", columns=["reason", "source", "run_id"]).to_pylist()
+    rejections = lake.read("rejections", columns=["item", "reason", "source", "run_id"]).to_pylist()
     for row in rejections:
-        if row["source"] == source and row["run_id"] == run_key:
+        # `site:<name>` rows are the flow's verdicts on earlier attempts, not the crawl's own.
+        if row["source"] == source and row["run_id"] == run_key and not row["item"].startswith("site:"):
             result.rejections_by_reason[row["reason"]] = result.rejections_by_reason.get(row["reason"], 0) + 1
     journal = CrawlJournal(directory)
     result.pages = journal.pages
@@ -321,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--since", default=None)
     parser.add_argument("--seen-at", default=None)
     parser.add_argument("--frontier", default=None, help="JSON file: requests an earlier run left")
+    parser.add_argument("--stop-after", type=float, default=None, help="seconds: stop cleanly (time limit)")
     args = parser.parse_args(argv)
 
     from scrapy.crawler import CrawlerProcess
@@ -361,6 +439,10 @@ def main(argv: list[str] | None = None) -> int:
         browser_proxy_port=proxy.port if proxy is not None else None,
     )
     settings["LOOKBENCH_SEEN_AT"] = args.seen_at
+    if args.stop_after:
+        # The time limit ends the crawl as a budget does (closespider_timeout: frontier saved).
+        budget = float(settings.get("CLOSESPIDER_TIMEOUT") or args.stop_after)
+        settings["CLOSESPIDER_TIMEOUT"] = min(budget, args.stop_after)
     warm_up()  # before the spider opens, not on its first page
     process = CrawlerProcess(settings=settings, install_root_handler=True)
     crawler = process.create_crawler(SPIDERS[site.platform])

@@ -390,3 +390,25 @@ def test_models_are_pulled_into_a_volume_the_offline_worker_and_vllm_read() -> N
     }
     assert len(gpus["vllm"]) == int(arg_after(vllm["command"], "--tensor-parallel-size"))
     assert gpus["worker"] and not gpus["worker"] & gpus["vllm"]
+
+
+def test_every_image_is_pinned_and_the_worker_waits_for_a_healthy_vllm() -> None:
+    """Issue 25: no `latest`-style tag, the Prefect server at the worker's Prefect version, and
+    the worker started only once vLLM passes its healthcheck."""
+    import re
+
+    import prefect
+
+    for name, spec in resolved()["services"].items():
+        image = spec.get("image")
+        if image is None:
+            continue
+        tag = image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else ""
+        assert tag and "latest" not in tag and re.search(r"\d+\.\d+|\d{4}-\d{2}-\d{2}", tag), (
+            f"service {name}: {image} is not pinned"
+        )
+    server_tag = service("prefect-server")["image"].rsplit(":", 1)[1]
+    assert server_tag.split("-", 1)[0] == prefect.__version__
+    assert f"prefect=={prefect.__version__}" in (ROOT / "constraints.txt").read_text(encoding="utf-8").split()
+    assert service("worker")["depends_on"]["vllm"]["condition"] == "service_healthy"
+    assert service("vllm")["healthcheck"]["test"]

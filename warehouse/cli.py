@@ -150,7 +150,7 @@ def verify(
     from lookbench_live.warehouse.lake import Lake
     from lookbench_live.warehouse.release import resolve_version, verify_release
 
-    lake = Lake(home)
+    lake = Lake(home, create=False)
     resolved = resolve_version(lake, version) if version == "latest" else version
     problems = verify_release(lake, resolved)
     if problems:
@@ -173,7 +173,7 @@ def list_releases(home: HomeOption = None) -> None:
         withdrawal,
     )
 
-    lake = Lake(home)
+    lake = Lake(home, create=False)
     try:
         latest = resolve_version(lake, "latest")
     except DamagedRelease as exc:  # named; the releases themselves are still listed
@@ -222,7 +222,7 @@ def query(
         raise typer.BadParameter("--format must be table, csv or json")
     settings = load_settings(config)
     limits = settings.query if timeout is None else settings.query.model_copy(update={"timeout": timeout})
-    table = run_query(Lake(home or settings.lake.home), sql, limits)
+    table = run_query(Lake(home or settings.lake.home, create=False), sql, limits)
     # Image bytes are never printed.
     rows = [
         {k: (f"<{len(v)} bytes>" if isinstance(v, bytes) else v) for k, v in row.items()}

@@ -89,6 +89,10 @@ class FragmentError(LakeError):
         )
 
 
+class LakeNotFound(LakeError):
+    """A read command named a lake root that does not exist (nothing is created for it)."""
+
+
 class ImageCorrupt(LakeError):
     """An image file whose bytes no longer hash to its name (a flipped byte, a truncated copy, a
     file replaced by hand): the lake's copy is damaged and is never published."""
@@ -176,8 +180,14 @@ class Lake:
     """A storage root holding image bytes and the pipeline's tables."""
 
     def __init__(
-        self, home: str | os.PathLike[str] | None = None, storage_options: dict[str, Any] | None = None
+        self,
+        home: str | os.PathLike[str] | None = None,
+        storage_options: dict[str, Any] | None = None,
+        *,
+        create: bool = True,
     ):
+        """`create=False` (read commands): a root that does not exist raises `LakeNotFound`
+        instead of being created, so a mistyped `--home` is named, not made."""
         self.home = resolve_home(home)
         options = dict(storage_options or {})
         if not is_local(self.home):
@@ -186,6 +196,11 @@ class Lake:
             # committed. The lake decides by listing: it must always be current.
             options.setdefault("use_listings_cache", False)
         self.fs, self.root = fsspec.core.url_to_fs(self.home, **options)
+        if not create and not self.fs.isdir(self.root):
+            raise LakeNotFound(
+                f"no lake at {self.home} (--home, else $LOOKBENCH_HOME, else ./lookbench-data): "
+                "check the path; a lake is created by the commands that write one (refresh)"
+            )
         self.fs.makedirs(self.root, exist_ok=True)
         self._key_cache: dict[str, tuple[frozenset[str], set[tuple[Any, ...]]]] = {}
         # Files under tables/ that are not committed fragments: path → reason (reported once).
@@ -445,6 +460,9 @@ class Lake:
         Takeovers are logged and recorded as a `rejections` row (stage `lock`, reason
         `lock_taken_over`).
         """
+        if self.home in _HELD_LOCKS:  # taken for the whole process (`process_writer_lock`)
+            yield
+            return
         lease = float(lease_s if lease_s is not None else LOCK_LEASE_S)
         if not self.local:
             yield from self._object_store_lock(name, lease)
@@ -479,6 +497,18 @@ class Lake:
                 handle.truncate()
                 handle.flush()
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+    @contextmanager
+    def process_writer_lock(self, name: str) -> Iterator[None]:
+        """The writer lock, held for this process: `writer_lock` inside it passes. `refresh` and
+        `backfill` take it before Prefect starts, so a second run is refused at once, not after
+        its flow started; the flow's own `writer_lock` then finds it held."""
+        with self.writer_lock(name):
+            _HELD_LOCKS.add(self.home)
+            try:
+                yield
+            finally:
+                _HELD_LOCKS.discard(self.home)
 
     def _record_takeover(self, where: str, previous: str) -> None:
         """A holder that never released the lock was killed (O3: no exit hook ran): record the
@@ -580,6 +610,7 @@ class Lake:
 LOCK_LEASE_S = 120.0
 FRAGMENT_NAME = re.compile(r"part-[0-9a-f]{24}\.parquet")
 WRITER_LOCK = "writer.lock"
+_HELD_LOCKS: set[str] = set()  # lake homes whose writer lock this process holds
 
 
 def _utc_now(plus_s: float = 0.0) -> str:

@@ -1,0 +1,161 @@
+"""Issue 25: `refresh` and `backfill` refuse a bad option, an `--as-of` before the latest release, a
+configuration without a look source and a held lake with one `error:` line naming the problem,
+before Prefect is imported; read commands never create a lake."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import lakefill
+import pytest
+
+from lookbench_live.warehouse.lake import Lake
+
+# The real CLI in a fresh interpreter; after it exits, says whether Prefect was ever imported.
+RUNNER = textwrap.dedent(
+    """
+    import json, sys
+    from lookbench_live.cli import main
+    sys.argv = ["lookbench-live", *sys.argv[1:]]
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    loaded = any(name == "prefect" or name.startswith("prefect.") for name in sys.modules)
+    print(json.dumps({"code": code, "prefect": loaded}))
+    """
+)
+
+
+def run_cli(*args: str, cwd: Path) -> tuple[dict, list[str]]:
+    proc = subprocess.run(
+        [sys.executable, "-c", RUNNER, *args], capture_output=True, text=True, timeout=120, cwd=cwd
+    )
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    return json.loads(proc.stdout.strip().splitlines()[-1]), lines
+
+
+def assert_refused(result: dict, lines: list[str], naming: str) -> None:
+    assert result["code"] == 1, (result, lines)
+    assert len(lines) == 1 and lines[0].startswith(f"error: {naming}"), lines
+    assert result["prefect"] is False, "refused after Prefect was imported"
+
+
+@pytest.mark.parametrize(
+    ("args", "naming"),
+    [
+        (["refresh", "--as-of", "2026-13-45"], "--as-of '2026-13-45' is not a date"),
+        (["refresh", "--as-of", "yesterday"], "--as-of 'yesterday' is not a date"),
+        (["refresh", "--since", "last month"], "--since 'last month' is not a date"),
+        (
+            ["refresh", "--as-of", "2026-11-01", "--since", "2026-12-01"],
+            "--since 2026-12-01 is after --as-of",
+        ),
+        (["backfill", "--start", "2026-10-01", "--end", "soon"], "--end 'soon' is not a date"),
+        (["backfill", "--start", "2026-11-01", "--end", "2026-10-01"], "--start 2026-11-01 --end 2026-10-01"),
+    ],
+)
+def test_each_bad_option_fails_with_one_line_naming_it_before_prefect(
+    tmp_path: Path, args: list[str], naming: str
+) -> None:
+    home = tmp_path / "lake"
+    result, lines = run_cli(*args, "--home", str(home), cwd=tmp_path)
+    assert_refused(result, lines, naming)
+    assert not home.exists()  # no work began
+
+
+@pytest.mark.lake(fill=lakefill.fill)
+def test_an_as_of_before_the_latest_release_is_refused_before_prefect(lake: Lake, tmp_path: Path) -> None:
+    from test_release import PlainTaxonomy
+
+    from lookbench_live.warehouse.release import build_release
+
+    build_release(lake, version="v20261201", taxonomy=PlainTaxonomy())
+    before = sorted(p.name for p in Path(lake.path("releases")).iterdir())
+    result, lines = run_cli("refresh", "--home", lake.home, "--as-of", "2026-11-01", cwd=tmp_path)
+    assert_refused(result, lines, "--as-of 2026-11-01 is before the lake's latest release v20261201")
+    assert sorted(p.name for p in Path(lake.path("releases")).iterdir()) == before
+
+
+def test_a_configuration_without_a_look_source_is_refused_before_crawling(tmp_path: Path) -> None:
+    config = tmp_path / "lookbench.toml"
+    config.write_text(
+        '[[crawl.sites]]\nname = "shop"\nplatform = "shopify"\nbase_url = "https://shop.example"\n',
+        encoding="utf-8",
+    )
+    home = tmp_path / "lake"
+    result, lines = run_cli("refresh", "--config", str(config), "--home", str(home), cwd=tmp_path)
+    assert_refused(result, lines, "crawl.sites (shop): no site has look pages")
+    assert "look_paths" in lines[0]  # says how to fix it
+    assert not home.exists()
+
+
+def test_a_configuration_with_look_pages_passes_the_reach_check() -> None:
+    from lookbench_live.config import Settings
+    from lookbench_live.flows.preflight import check_reach
+
+    sites = [
+        {"name": "shop", "platform": "shopify", "base_url": "https://shop.example"},
+        {"name": "mag", "platform": "schema_org", "base_url": "https://mag.example", "look_paths": ["/lb/"]},
+    ]
+    check_reach(Settings.model_validate({"crawl": {"sites": sites}}))
+    check_reach(Settings())  # the embedded sample store has look pages
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_a_second_refresh_seconds_after_the_first_is_refused_before_prefect(tmp_path: Path) -> None:
+    home = tmp_path / "lake"
+    lock = home / "locks" / "writer.lock"
+    first = subprocess.Popen(
+        [sys.executable, "-c", RUNNER, "refresh", "--home", str(home), "--port", str(_free_port())],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (lock.exists() and lock.read_text(encoding="utf-8").strip()):
+            assert first.poll() is None and time.monotonic() < deadline, (
+                "the first refresh never took the lock"
+            )
+            time.sleep(0.1)
+        # The first is still starting Prefect (or crawling): the second must not get past the lock.
+        result, lines = run_cli("refresh", "--home", str(home), "--port", str(_free_port()), cwd=tmp_path)
+        assert first.poll() is None
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    assert_refused(result, lines, "another lookbench-live writer holds the writer lock")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["release", "list"],
+        ["release", "verify", "latest"],
+        ["query", "SELECT 1"],
+        ["export", "latest", "--to", "x"],
+    ],
+)
+def test_read_commands_never_create_a_lake(tmp_path: Path, args: list[str]) -> None:
+    home = tmp_path / "nonexistent"
+    result, lines = run_cli(*args, "--home", str(home), cwd=tmp_path)
+    assert result["code"] == 1 and len(lines) == 1 and lines[0].startswith(f"error: no lake at {home}"), lines
+    assert "--home" in lines[0]
+    assert not home.exists() and not (tmp_path / "x").exists()
