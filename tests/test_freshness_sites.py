@@ -27,11 +27,6 @@ from lookbench_live.warehouse.release import FILES, committed_versions, read_man
 
 pytestmark = pytest.mark.slow
 
-# Switch on once EXIF orientation and hotspot conversion (issue 22, other points) are merged:
-# on this branch percent and point hotspots are not yet turned into pixel boxes, nor EXIF
-# orientations applied at ingest.
-CHECK_ORIENTATION_AND_HOTSPOTS = False
-
 TOML = """
 [[crawl.sites]]
 name = "loop-shop"
@@ -154,13 +149,11 @@ def test_two_months_on_configured_sites_release_only_items_with_evidence(tmp_pat
         for rel in FILES:
             if rel != "noise/gallery.parquet":
                 assert read_manifest(lake, version)["files"][rel]["rows"] > 0, f"{version} {rel} is empty"
-    if CHECK_ORIENTATION_AND_HOTSPOTS:
-        check_orientation_and_hotspots(home, versions, store)
+    check_orientation_and_hotspots(home, versions, store)
 
 
 def check_orientation_and_hotspots(home: Path, versions: list[str], store: FreshnessStore) -> None:
-    """Every product photo upright; every look crop where its hotspot says (switch on after
-    merging the EXIF and hotspot fixes)."""
+    """Every product photo upright; every look crop where its hotspot says."""
     crops = 0
     for version in versions:
         for row in _rows(home, version):
