@@ -22,6 +22,7 @@ from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http import Response
 
+from lookbench_live.scrapers.netguard import PrivateAllowance
 from lookbench_live.scrapers.robots import (
     MAX_ROBOTS_REDIRECTS,
     RobotsPolicy,
@@ -55,8 +56,10 @@ class AddressGuardMiddleware:
     request in a thread; a cache hit re-pins the same checked addresses, so Twisted still
     connects only to what was checked. Scheme checks run on every request."""
 
-    def __init__(self, allow_private: bool, allowed_hosts: set[str], clock: Any = time.monotonic):
-        self.allow_private = allow_private
+    def __init__(self, private: PrivateAllowance, allowed_hosts: set[str], clock: Any = time.monotonic):
+        # Private addresses only for the site's own origins (scheme, host and port): the rule
+        # image and robots fetches use.
+        self.private = private
         self.allowed_hosts = allowed_hosts
         self.clock = clock
         # (scheme, host, port) -> (expiry, checked addresses); refusals are never cached.
@@ -66,7 +69,7 @@ class AddressGuardMiddleware:
     def from_crawler(cls, crawler: Any) -> AddressGuardMiddleware:
         settings = crawler.settings
         hosts = {h.lower() for h in settings.getlist("LOOKBENCH_ALLOWED_HOSTS")}
-        return cls(settings.getbool("LOOKBENCH_ALLOW_PRIVATE"), hosts)
+        return cls(PrivateAllowance.of_urls(settings.getlist("LOOKBENCH_PRIVATE_ORIGINS")), hosts)
 
     async def process_request(self, request: Request, spider: Any = None) -> None:
         from lookbench_live.scrapers.netguard import RESOLUTION_TTL_S, BlockedURL, check_scheme, check_url
@@ -83,7 +86,8 @@ class AddressGuardMiddleware:
                 addresses = hit[1]
             else:
                 # getaddrinfo blocks: resolve off the reactor thread.
-                addresses = await asyncio.to_thread(check_url, request.url, allow_private=self.allow_private)
+                allow = self.private.allows(request.url)
+                addresses = await asyncio.to_thread(check_url, request.url, allow_private=allow)
                 self.checked[key] = (self.clock() + RESOLUTION_TTL_S, addresses)
         except BlockedURL as exc:
             raise RefusedRequest(exc.reason, exc.detail) from exc

@@ -231,6 +231,15 @@ class PrivateAllowance:
     def __or__(self, other: PrivateAllowance) -> PrivateAllowance:
         return PrivateAllowance(self.origins | other.origins)
 
+    def as_urls(self) -> list[str]:
+        """The origins as `scheme://host:port` strings (Scrapy settings carry only plain data)."""
+        return sorted(f"{s}://{f'[{h}]' if ':' in h else h}:{p}" for s, h, p in self.origins)
+
+    @classmethod
+    def of_urls(cls, urls: Iterable[str]) -> PrivateAllowance:
+        """The allowance `as_urls` wrote."""
+        return cls(frozenset(o for o in map(origin_of, urls) if o is not None))
+
     def __bool__(self) -> bool:
         return bool(self.origins)
 

@@ -102,7 +102,12 @@ def crawl_settings(
             "LOOKBENCH_MAX_CRAWL_DELAY": crawl.max_crawl_delay,
             "LOOKBENCH_MAX_RETRY_AFTER": crawl.max_retry_after,
             "LOOKBENCH_MAX_HOST_FAILURES": crawl.max_host_failures,
+            # The resolver's fallback for names the guard has not pinned (the guard decides per origin).
             "LOOKBENCH_ALLOW_PRIVATE": site.allow_private_addresses,
+            # The same origin rule as image and robots fetches (netguard.PrivateAllowance).
+            "LOOKBENCH_PRIVATE_ORIGINS": PrivateAllowance.for_site(site.base_url, site.image_hosts).as_urls()
+            if site.allow_private_addresses
+            else [],
             "LOOKBENCH_ALLOWED_HOSTS": allowed_hosts(site),
             "LOOKBENCH_LAKE": lake_home,
             "LOOKBENCH_SOURCE": site.name,

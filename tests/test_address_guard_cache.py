@@ -12,8 +12,11 @@ import asyncio
 import pytest
 from scrapy import Request
 
+from lookbench_live.config import CrawlSettings, SiteSettings
 from lookbench_live.scrapers import netguard, resolver
 from lookbench_live.scrapers.middlewares import AddressGuardMiddleware, RefusedRequest
+from lookbench_live.scrapers.netguard import NO_PRIVATE, PrivateAllowance
+from lookbench_live.scrapers.settings import crawl_settings
 
 
 class Clock:
@@ -34,7 +37,7 @@ def test_a_host_is_checked_once_per_ttl_and_stays_pinned(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(netguard, "resolve", fake_resolve)
     clock = Clock()
-    guard = AddressGuardMiddleware(False, {"shop.test"}, clock=clock)
+    guard = AddressGuardMiddleware(NO_PRIVATE, {"shop.test"}, clock=clock)
 
     async def run() -> None:
         for i in range(5):
@@ -61,7 +64,7 @@ def test_a_host_is_checked_once_per_ttl_and_stays_pinned(monkeypatch: pytest.Mon
 
 def test_scheme_and_offsite_checks_run_on_every_request(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(netguard, "resolve", lambda host, port: ["93.184.216.34"])
-    guard = AddressGuardMiddleware(False, {"shop.test"})
+    guard = AddressGuardMiddleware(NO_PRIVATE, {"shop.test"})
 
     async def run() -> None:
         await guard.process_request(Request("http://shop.test/a"))
@@ -71,5 +74,31 @@ def test_scheme_and_offsite_checks_run_on_every_request(monkeypatch: pytest.Monk
         # Same host, other scheme: cached per scheme, host and port, so https is checked anew.
         await guard.process_request(Request("https://shop.test/a"))
         assert len(guard.checked) == 2
+
+    asyncio.run(run())
+
+
+def test_the_crawl_allows_private_addresses_only_at_the_sites_own_origin(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 24 §4, the crawl's side: the rule of image and robots fetches (scheme, host, port)."""
+    monkeypatch.setattr(netguard, "resolve", lambda host, port: ["127.0.0.1"])
+    site = SiteSettings(
+        name="loop", platform="shopify", base_url="http://127.0.0.1:8123/shop", allow_private_addresses=True
+    )
+    settings = crawl_settings(
+        site, CrawlSettings(), lake_home="/tmp/unused", run_key="r", state_dir="/tmp/unused"
+    )
+    private = PrivateAllowance.of_urls(settings["LOOKBENCH_PRIVATE_ORIGINS"])
+    assert private == PrivateAllowance.for_site(site.base_url)
+    # Offsite off here so that only the address rule decides.
+    guard = AddressGuardMiddleware(private, set())
+
+    async def run() -> None:
+        await guard.process_request(Request("http://127.0.0.1:8123/shop/products.json"))
+        for url in ("https://127.0.0.1:8123/shop", "http://127.0.0.1:8124/admin", "http://127.0.0.1/"):
+            with pytest.raises(RefusedRequest) as refused:
+                await guard.process_request(Request(url))
+            assert refused.value.reason == "blocked_address", url
 
     asyncio.run(run())
