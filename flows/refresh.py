@@ -584,11 +584,11 @@ def _execute(
     with lake.writer_lock("flow"):
         # Only one flow writes at a time; what a killed run left half-written is swept first.
         lake.reconcile()
+        if "release" in selected:  # a damaged earlier release or LATEST: refused before any work (X14)
+            check_earlier_releases(lake, spec_args["version"])
         # A lake written before the freshness rules records its sites' baselines first (their
         # first crawl, as its rows show it): nothing is re-dated or re-keyed (docs/release.md).
         upgrade_lake(lake)
-        if "release" in selected:  # a damaged earlier release or LATEST: refused before any work (X14)
-            check_earlier_releases(lake, spec_args["version"])
         with stages.serve_sample_store(settings, port, spec_args["as_of"]) as store_url:
             spec = _make_spec(flow_name, settings, store_url=store_url, **spec_args)
             summary = run_pipeline(spec, settings, selected, replace=replace)

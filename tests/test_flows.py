@@ -8,6 +8,7 @@ refresh compares two runs of its own: `test_flows_dask.py`.)
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import signal
@@ -231,7 +232,11 @@ def lake_key(table: str) -> tuple[str, ...]:
 def test_backfill_builds_its_window_and_leaves_other_releases_untouched(reference: Path, cli: str) -> None:
     base = reference / "releases" / VERSION
     before = {p: p.read_bytes() for p in base.rglob("*") if p.is_file()}
-    window = ["--start", "2026-12-01", "--end", "2026-12-02", "--version", "v20261130"]
+    # The reference release's own window (its first: one cadence before its as-of day, to the end
+    # of that day), so the backfill holds the same items under the freshness rules.
+    span = read_manifest(Lake(reference), VERSION)["window"]
+    start, end = (dt.datetime.fromisoformat(span[k]).date().isoformat() for k in ("start", "end"))
+    window = ["--start", start, "--end", end, "--version", "v20261130"]
     run = subprocess.run(
         [cli, "backfill", "--home", str(reference), *window, "--stages", "release", "--stages", "evaluate"],
         capture_output=True,
