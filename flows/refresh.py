@@ -269,7 +269,15 @@ def relabel(run: Run) -> Run:
     stage(run, rules)
     if run.staged is not first and run.lake.fs.exists(first.path):
         run.lake.fs.rm(first.path, recursive=True)
-    return check(run)
+    before = run.gate
+    run = check(run)
+    if before and run.gate is not before:
+        # The content check failed again, or anew (held rows emptied a subset): keep the
+        # audit's verdict beside it, once.
+        earlier = str(before.get("reason", ""))
+        reason = earlier if run.gate["reason"] in earlier else f"{run.gate['reason']}; {earlier}"
+        run.gate = {"passed": False, "reason": reason}
+    return run
 
 
 def audit_staging(lake: Lake, settings: Settings, staging: str, run_key: str) -> dict[str, Any]:
