@@ -267,6 +267,9 @@ class Generation(Record):
     conditioning_json: str | None = None
     ip_adapter: str | None = None  # the IP-Adapter's id ("<repo or folder>:<subfolder>/<weight>")
     ip_adapter_scale: float | None = None
+    # A composed street scene (generation/compose.py): where each garment was pasted,
+    # [{"item_id", "category", "bbox": [x0,y0,x1,y1], "sha256" (the garment image)}]; None otherwise.
+    layout_json: str | None = None
     status: Literal["ok", "failed"]
     error: str | None = None
     sha256: str | None = None
