@@ -90,6 +90,11 @@ def compose_scene(garments: Sequence[Garment], width: int, height: int, seed: in
     for garment, box in zip(garments, boxes, strict=True):
         scene.paste(fit_garment(garment.image, box), box[:2])
         layout.append(
-            {"item_id": garment.item_id, "category": garment.category, "bbox": list(box), "sha256": garment.sha256}
+            {
+                "item_id": garment.item_id,
+                "category": garment.category,
+                "bbox": list(box),
+                "sha256": garment.sha256,
+            }
         )
     return Composition(png_bytes(scene), width, height, layout)

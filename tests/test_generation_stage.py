@@ -184,7 +184,9 @@ def test_street_looks_are_conditioned_on_every_real_garment_and_a_lost_photo_fai
             assert g.status == "failed" and g.error.startswith("conditioning_image_missing")
             assert lost_key in g.error
         else:
-            assert g.status == "ok" and g.sha256 and g.pipeline_class == "ComposedScene(StableDiffusionPipeline)"
+            assert (
+                g.status == "ok" and g.sha256 and g.pipeline_class == "ComposedScene(StableDiffusionPipeline)"
+            )
     assert {by_id[look.generation_id].status for look in looks} == {"ok", "failed"}  # the others went on
     assert result.generated == len(planned) - result.failed
     galleries = [g for g in by_id.values() if g.role == "gallery"]
