@@ -492,9 +492,10 @@ class Assembler:
         found = []
         for (ann_sha, bbox), ann in self.view.annotations.items():
             if ann_sha == sha and bbox and ann.item_ref:
-                if ann.source == "metadata_prior" and ann.bbox_source is None:
-                    # A prior box that names nothing that located it predates prior-v3: a street
-                    # scene's horizontal band, a guess. Held back, never published.
+                if owner_kind == "generation" and ann.source == "metadata_prior" and ann.bbox_source is None:
+                    # A prior box of a generated scene that names nothing that located it predates
+                    # prior-v3: a horizontal band, a guess. Held back, never published. (A look's
+                    # prior boxes were always its hotspots.)
                     self.out.dropped.append(
                         (f"{owner}:{bbox}", BOX_NOT_LOCATED, f"{bbox} of {sha} was not located (a band)")
                     )
