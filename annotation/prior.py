@@ -10,7 +10,8 @@ Where the facts come from, in order of trust (the first source that names a grou
   black trousers"); the category from the category path (most specific first), then the
   title, then the tags;
 - generations: the attributes the generator was asked for, per item;
-- looks: the stated hotspot boxes and their linked products (see `run.py`).
+- looks: the stated hotspot boxes and their linked products (see `run.py`);
+- composed street scenes: the layout the generator placed each garment at (`Generation.layout_json`).
 
 `main_attribute` in prior mode: the first visible value in `MAIN_PRIORITY` order of groups
 (material, pattern, embellishment, texture/finish, neckline, …), else the first visible
@@ -29,7 +30,9 @@ from lookbench_live.schema.records import Generation, Product
 from lookbench_live.schema.taxonomy import NOT_VISIBLE, Taxonomy, values_match
 
 PRIOR_MODEL = "metadata-prior"
-PRIOR_VERSION = "prior-v2"  # the prompt_version of prior annotations: bump when the mapping rules change
+# The prompt_version of prior annotations: bump when the mapping rules change.
+# prior-v3: street scenes are boxed by their composed layout only (no horizontal bands).
+PRIOR_VERSION = "prior-v3"
 # The groups that best tell one item of a category from another, most telling first: what a
 # shopper names first ("the leather one", "the striped one"); colour comes last because it
 # is the least stable across photos.

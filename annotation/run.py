@@ -65,7 +65,9 @@ from lookbench_live.annotation.product_box import ProductBox, pick_product_box
 from lookbench_live.annotation.prompts import prompt_version
 from lookbench_live.config import AnnotationSettings, secret
 from lookbench_live.schema.records import (
+    BOX_NOT_LOCATED,
     Annotation,
+    BoxSource,
     Record,
     Rejection,
     bbox_text,
@@ -147,6 +149,7 @@ class Unit:
     refs: dict[str, str | None] = field(default_factory=dict)  # multi: category -> unique item
     ref_priors: dict[str, Prior] = field(default_factory=dict)  # multi: item -> its prior
     hotspots: list[tuple[str | None, tuple[int, int, int, int]]] = field(default_factory=list)
+    layout: list[GroundedItem] = field(default_factory=list)  # a composed scene: where each garment is
     title: str | None = None
     problem: tuple[str, str] | None = None  # (reason, detail) when the unit cannot be annotated
 
@@ -218,6 +221,7 @@ def plan_units(lake: Lake, taxonomy: Taxonomy) -> Iterator[Unit]:
                 if street or len(items) > 1:
                     unit.multi = True
                     unit.refs = _unique_refs({i.item_id: i.prior.category for i in items if i.item_id})
+                    unit.layout = layout_items(generation.layout_json)
                 elif items:
                     unit.prior = items[0].prior
                     unit.category = items[0].prior.category
@@ -378,23 +382,28 @@ def annotate_with_prior(
             if key(bbox, "attributes") not in stored:
                 prior = unit.ref_priors.get(item.ref or "")
                 yield _prior_row(
-                    unit, taxonomy, run_id, bbox=bbox, task="attributes", prior=prior, item_ref=item.ref
+                    unit,
+                    taxonomy,
+                    run_id,
+                    bbox=bbox,
+                    task="attributes",
+                    prior=prior,
+                    item_ref=item.ref,
+                    bbox_source="hotspot",
                 )
         return
-    # A generated street scene: the prior cannot locate items, so it uses a layout prior: a
-    # person is drawn top to bottom (head accessories, upper garments, lower garments, shoes),
-    # and each requested item gets the horizontal band of the image where that part of the
-    # outfit is. Distinct bands keep one crop per item under the annotations key.
-    if not unit.width or not unit.height:
-        yield _rejection(unit, "image_size_unknown", "the images row has no width/height", run_id)
+    # A generated street scene: only a composed scene's layout says where its garments are (the
+    # prior cannot locate anything). Without one, each item is held back: no box is guessed.
+    if not unit.layout:
+        for ref in sorted(unit.ref_priors):
+            yield _rejection(
+                unit,
+                BOX_NOT_LOCATED,
+                "nothing located this item: no layout, hotspot or grounding (no VLM configured)",
+                run_id,
+                item=f"{unit.sha256}|{ref}",
+            )
         return
-    requested = sorted(
-        unit.ref_priors.items(), key=lambda pair: (body_rank(pair[1].category, taxonomy), pair[0])
-    )
-    boxes = layout_bands(unit.width, unit.height, len(requested))
-    grounded = [
-        GroundedItem(p.category or "", box, ref) for (ref, p), box in zip(requested, boxes, strict=True)
-    ]
     if key("", "grounding") not in stored:
         yield _prior_row(
             unit,
@@ -404,25 +413,32 @@ def annotate_with_prior(
             task="grounding",
             prior=None,
             status="ok",
-            items_json=items_json(grounded),
+            items_json=items_json(unit.layout),
         )
-    for (ref, prior), box in zip(requested, boxes, strict=True):
-        bbox = bbox_text(box)
+    for item in unit.layout:
+        bbox = bbox_text(item.bbox)
         if key(bbox, "attributes") not in stored:
-            yield _prior_row(unit, taxonomy, run_id, bbox=bbox, task="attributes", prior=prior, item_ref=ref)
+            prior = unit.ref_priors.get(item.ref or "")
+            yield _prior_row(
+                unit,
+                taxonomy,
+                run_id,
+                bbox=bbox,
+                task="attributes",
+                prior=prior,
+                item_ref=item.ref,
+                bbox_source="layout",
+            )
 
 
-def body_rank(category: str | None, taxonomy: Taxonomy) -> int:
-    """Where on a standing person an item is worn, head (0) to feet: the taxonomy's `body_region`
-    order, so every category (headband, glasses, socks…) has its place without a list here."""
-    return taxonomy.body_rank(category)
-
-
-def layout_bands(width: int, height: int, count: int) -> list[tuple[int, int, int, int]]:
-    """`count` horizontal bands covering the image top to bottom, each at least one pixel high."""
-    count = max(1, min(count, height))
-    edges = [round(i * height / count) for i in range(count + 1)]
-    return [(0, edges[i], width, edges[i + 1]) for i in range(count)]
+def layout_items(layout_json: str | None) -> list[GroundedItem]:
+    """A composed scene's garments as grounded items (`Generation.layout_json`; generation/compose.py)."""
+    if not layout_json:
+        return []
+    return [
+        GroundedItem(str(entry["category"]), tuple(int(v) for v in entry["bbox"]), str(entry["item_id"]))  # type: ignore[arg-type]
+        for entry in json.loads(layout_json)
+    ]
 
 
 # ----------------------------------------------------------------- VLM mode
@@ -671,7 +687,9 @@ class VLMRun:
             image = await self._load(unit, "attributes")
             if image is None:
                 return
-        await self._attributes(unit, image, pick.box, pick.category, unit.item_ref, unit.prior)
+        await self._attributes(
+            unit, image, pick.box, pick.category, unit.item_ref, unit.prior, "product_photo"
+        )
 
     async def _load(self, unit: Unit, task: str) -> imgs.Image.Image | None:
         """The unit's image, or None after recording why it cannot be read."""
@@ -708,13 +726,15 @@ class VLMRun:
         return items
 
     async def _multi(self, unit: Unit, image: imgs.Image.Image) -> None:
-        items = await self._grounding(unit, image)
+        # A composed scene's layout is where its garments are: the VLM annotates them, not locates them.
+        items = unit.layout or await self._grounding(unit, image)
+        source: BoxSource = "layout" if unit.layout else "vlm"
         for item in items:
             if self.stop is not None:
                 self.result.deferred += 1
                 continue
             prior = unit.ref_priors.get(item.ref) if item.ref else None
-            await self._attributes(unit, image, item.bbox, item.category, item.ref, prior)
+            await self._attributes(unit, image, item.bbox, item.category, item.ref, prior, source)
 
     async def _attributes(
         self,
@@ -724,6 +744,7 @@ class VLMRun:
         category: str,
         item_ref: str | None,
         prior: Prior | None,
+        bbox_source: BoxSource | None = None,
     ) -> None:
         bbox = bbox_text(box)
         if self.key(unit.sha256, bbox, "attributes") in self.stored:
@@ -754,6 +775,7 @@ class VLMRun:
         row = await self._request(unit, bbox, "attributes", call)
         if row is not None:
             row.run_id = self.run_id
+            row.bbox_source = bbox_source if box else None
             self.sink.add(row)
 
 

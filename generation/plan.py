@@ -84,6 +84,9 @@ class GenerationRequest:
     conditioning: tuple[tuple[str, str], ...] = ()
     adapter: str | None = None
     adapter_scale: float | None = None
+    # A composed street scene (generation/compose.py): its garments, each made on its own and
+    # pasted at a recorded position. Empty for every other request.
+    garments: tuple[GenerationRequest, ...] = ()
     generation_id: str = field(init=False, default="")
 
     def __post_init__(self) -> None:
@@ -112,8 +115,11 @@ class GenerationRequest:
                 "adapter": self.adapter,
                 "adapter_scale": self.adapter_scale,
             }
+        # Present only for composed scenes, so every other request keeps its id.
+        composed = {"garments": [g.canonical() for g in self.garments]} if self.garments else {}
         return {
             **adapter,
+            **composed,
             "subset": self.subset,
             "role": self.role,
             "item_ids": list(self.item_ids),
@@ -147,6 +153,7 @@ class GenerationRequest:
             len(self.conditioning),  # one pipeline call feeds the adapter as many photos per prompt
             self.adapter,
             self.adapter_scale,
+            bool(self.garments),  # a composed scene is made from its garments, not one pipeline call
         )
 
 
@@ -167,6 +174,7 @@ class RequestPlanner:
         model_name: str,
         cycle: str = "",
         adapter_name: str | None = None,
+        compose_street: bool = False,
     ):
         self.settings = settings
         self.taxonomy = taxonomy
@@ -174,6 +182,7 @@ class RequestPlanner:
         self.model_name = model_name
         self.cycle = cycle
         self.adapter_name = adapter_name  # None: unresolved (`plan_generation` refuses ip requests)
+        self.compose_street = compose_street  # no street-scene model: street queries are composed
         self.seed = cycle_seed(settings.seed, cycle)
         self.chooser = BalancedChooser(f"framing:{self.seed}")
 
@@ -305,14 +314,17 @@ class RequestPlanner:
         for ordinal, outfit in enumerate(outfits):
             ids = tuple(i.item_id for i in outfit.items)
             worn = [by_key[i.item_id] for i in outfit.items if i.source == "product"]
+            seed = derive_seed(self.seed, subset, ordinal, list(ids), "query")
+            garments = self.garments(outfit.items, by_key, seed) if self.compose_street else ()
             requests.append(
                 self._request(
                     subset=subset,
                     role="query",
                     item_ids=ids,
                     prompt=self.templates.street_prompt(outfit),
-                    seed=derive_seed(self.seed, subset, ordinal, list(ids), "query"),
+                    seed=seed,
                     requested=outfit.items,
+                    garments=garments,
                     **self._conditioning(worn, img2img=False),
                 )
             )
@@ -320,6 +332,26 @@ class RequestPlanner:
                 if item.source == "taxonomy":  # a product's gallery is its real photos
                     requests.extend(self.gallery_for(subset, item))
         return requests
+
+    def garments(
+        self, items: Sequence[ItemSpec], by_key: dict[str, ConditioningProduct], seed: int
+    ) -> tuple[GenerationRequest, ...]:
+        """One garment request per item of a composed look: a product's garment drawn from its photo
+        (IP-Adapter, as conditioned looks are), a taxonomy item's from its studio prompt."""
+        return tuple(
+            self._request(
+                subset="aigen_streetlook",
+                role="query",
+                item_ids=(item.item_id,),
+                prompt=self.studio_prompt(item, "gallery_framings", 0),
+                seed=derive_seed(seed, "garment", index, item.item_id),
+                requested=(item,),
+                **self._conditioning(
+                    [by_key[item.item_id]] if item.source == "product" else [], img2img=False
+                ),
+            )
+            for index, item in enumerate(items)
+        )
 
     def plan(self, products: Sequence[ConditioningProduct] = ()) -> list[GenerationRequest]:
         """All requests of the run, in a stable order, without duplicate generation_ids."""

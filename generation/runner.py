@@ -72,6 +72,7 @@ class ImageOutcome:
     batch_id: str = ""
     batch_position: int = 0
     pipeline_class: str = ""
+    layout_json: str | None = None  # a composed scene's garment boxes (generation/compose.py)
 
     @property
     def ok(self) -> bool:

@@ -33,6 +33,7 @@ from pathlib import Path
 from PIL import Image
 
 from lookbench_live.config import GenerationSettings
+from lookbench_live.generation.compose import COMPOSED_PIPELINE, Garment, compose_scene
 from lookbench_live.generation.plan import ConditioningProduct, GenerationRequest, RequestPlanner
 from lookbench_live.generation.prompts import PromptTemplates, TaxonomyLike, load_templates
 from lookbench_live.generation.runner import (
@@ -41,6 +42,7 @@ from lookbench_live.generation.runner import (
     ImageGenerator,
     ImageOutcome,
     IPAdapterSpec,
+    batch_identity,
     batched,
 )
 from lookbench_live.generation.tiny import (
@@ -54,7 +56,7 @@ from lookbench_live.generation.tiny import (
     tiny_words,
 )
 from lookbench_live.schema.hashing import hash_image
-from lookbench_live.schema.records import Generation, ImageRecord, utcnow
+from lookbench_live.schema.records import Generation, ImageRecord, dumps, utcnow
 from lookbench_live.schema.taxonomy import Taxonomy
 from lookbench_live.warehouse.lake import Lake, LakeError
 
@@ -173,7 +175,12 @@ def plan_generation(
     templates = load_templates(settings.templates)
     choice = choose_model(settings, taxonomy, templates)
     adapter = choose_adapter(settings, choice)
-    requests = RequestPlanner(settings, taxonomy, templates, choice.name, cycle, adapter).plan(products)
+    # No street-scene model (the tiny pipeline depicts nothing): street queries are composed from
+    # garments placed at known positions (generation/compose.py), so their boxes are true.
+    planner = RequestPlanner(
+        settings, taxonomy, templates, choice.name, cycle, adapter, compose_street=choice.is_tiny_local
+    )
+    requests = planner.plan(products)
     if adapter is None and any(r.mode == "ip_adapter" for r in requests):
         raise GenerationSetupError(
             f"generation.model = {settings.model!r} with conditioning = 'ip_adapter' needs generation.ip_adapter "
@@ -236,7 +243,10 @@ def run_generation(
         if generator is None:
             conditioned = any(r.mode == "ip_adapter" for r in missing)
             generator = load_generator(lake, settings, choice, with_adapter=conditioned)
-        outcomes = _generate_batch(lake, generator, planned)
+        if planned[0].garments:
+            outcomes = _compose_batch(lake, generator, planned, settings.batch_size)
+        else:
+            outcomes = _generate_batch(lake, generator, planned)
         if len(batch) < len(planned):
             outcomes = [o for o in outcomes if o.request.generation_id not in done]
         if not result.generated:
@@ -292,6 +302,50 @@ def _generate_batch(
         ready.append(request)
         images.append(image)
     return [*generator.generate(ready, images), *failed] if ready else failed
+
+
+def _compose_batch(
+    lake: Lake, generator: ImageGenerator, batch: list[GenerationRequest], batch_size: int
+) -> list[ImageOutcome]:
+    """Composed street scenes: each scene's garments are generated (in their own batches, always
+    the same ones, so the same bits), stored in the lake as the layout's source images, and
+    pasted at the layout's boxes. A scene with a failed garment fails with that garment's reason."""
+    outcomes: list[ImageOutcome] = []
+    for request in batch:
+        made: dict[str, ImageOutcome] = {}
+        for group in batched(list(request.garments), batch_size):
+            made.update((o.request.generation_id, o) for o in _generate_batch(lake, generator, group))
+        parts = [made[g.generation_id] for g in request.garments]
+        failed = [o for o in parts if not o.ok or o.png is None]
+        if failed:
+            # The garment's own reason first (machine-readable), then which garment it was.
+            reason = f"{failed[0].error or 'unknown'} (garment {failed[0].request.item_ids[0]})"
+            outcomes.append(ImageOutcome(request, error=reason))
+            continue
+        garments = [
+            Garment(
+                o.request.item_ids[0],
+                o.request.requested[0].category,
+                Image.open(io.BytesIO(o.png)),
+                lake.put_image(o.png),
+            )
+            for o in parts
+            if o.png is not None
+        ]
+        scene = compose_scene(garments, request.width, request.height, request.seed)
+        outcomes.append(
+            ImageOutcome(
+                request,
+                png=scene.png,
+                width=scene.width,
+                height=scene.height,
+                seconds=sum(o.seconds for o in parts),
+                batch_id=batch_identity(list(request.garments)),
+                pipeline_class=f"{COMPOSED_PIPELINE}({parts[0].pipeline_class})",
+                layout_json=dumps(scene.layout),
+            )
+        )
+    return outcomes
 
 
 def _conditioning_image(lake: Lake, sha256: str | None, product_key: str | None = None) -> Image.Image:
@@ -381,6 +435,7 @@ def _commit(
                 conditioning_json=request.conditioning_json,
                 ip_adapter=request.adapter,
                 ip_adapter_scale=request.adapter_scale,
+                layout_json=outcome.layout_json if sha else None,
                 status="ok" if sha else "failed",
                 error=None if sha else (outcome.error or "unknown"),
                 sha256=sha,

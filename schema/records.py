@@ -267,6 +267,9 @@ class Generation(Record):
     conditioning_json: str | None = None
     ip_adapter: str | None = None  # the IP-Adapter's id ("<repo or folder>:<subfolder>/<weight>")
     ip_adapter_scale: float | None = None
+    # A composed street scene (generation/compose.py): where each garment was pasted,
+    # [{"item_id", "category", "bbox": [x0,y0,x1,y1], "sha256" (the garment image)}]; None otherwise.
+    layout_json: str | None = None
     status: Literal["ok", "failed"]
     error: str | None = None
     sha256: str | None = None
@@ -301,6 +304,12 @@ class DedupDecision(Record):
     similarity: float | None = None  # cosine, when the embedding stage made the decision
 
 
+# What located a published box (docs/release.md, "Boxes"), and the reason an item that nothing
+# located is held back instead of given a guessed box.
+BoxSource = Literal["hotspot", "vlm", "layout", "product_photo"]
+BOX_NOT_LOCATED = "box_not_located"
+
+
 class Annotation(Record):
     """A category and attribute values for an image or a crop, or a failure with the raw text."""
 
@@ -320,6 +329,9 @@ class Annotation(Record):
     attributes: dict[str, str] = Field(default_factory=dict)
     items_json: str | None = None  # grounding: [{"category", "bbox": [x0,y0,x1,y1], "ref": item key | null}]
     item_ref: str | None = None  # a crop's item: the product key or aigen item id it shows, when known
+    # What located `bbox` (docs/release.md, "Boxes"): a look page's hotspot, the VLM's grounding,
+    # a composed scene's layout, or a product photo's own item; None for a whole image.
+    bbox_source: BoxSource | None = None
     prior_agreement: dict[str, str] = Field(default_factory=dict)  # group -> agree | disagree | prior_missing
     error: str | None = None
     raw_response: str | None = None

@@ -46,6 +46,7 @@ RELEASE_SCHEMA = pa.schema(
         ("difficulty", pa.string()),
         ("sha256", pa.string()),
         ("raw_sha256", pa.string()),
+        ("bbox_source", pa.string()),  # hotspot | vlm | layout | product_photo; null with bbox null
         ("first_seen_at", TS),
         ("published_at", TS),
         ("freshness_evidence", pa.string()),  # warehouse/freshness.py: what dates the row

@@ -14,6 +14,7 @@ from PIL import Image, ImageDraw
 from lookbench_live.schema.hashing import hash_image
 from lookbench_live.schema.records import (
     Annotation,
+    BoxSource,
     DedupDecision,
     Generation,
     ImageRecord,
@@ -73,7 +74,13 @@ def _image(
 
 
 def _ann(
-    sha: str, category: str, attrs: dict[str, str], *, bbox: str = "", item_ref: str | None = None
+    sha: str,
+    category: str,
+    attrs: dict[str, str],
+    *,
+    bbox: str = "",
+    item_ref: str | None = None,
+    bbox_source: BoxSource | None = None,
 ) -> Annotation:
     return Annotation(
         sha256=sha,
@@ -88,6 +95,7 @@ def _ann(
         main_attribute=attrs["material"],
         attributes=attrs,
         item_ref=item_ref,
+        bbox_source=bbox_source,
     )
 
 
@@ -249,8 +257,13 @@ def fill(
         )
         attrs = {"color": "red", "material": "leather"}
         if subset == "aigen_streetlook" and role == "query":
-            rows_a.append(_ann(rec.sha256, "dress", attrs, bbox="0,0,64,128", item_ref="aigen:a"))
-            rows_a.append(_ann(rec.sha256, "coat", attrs, bbox="64,0,128,128", item_ref="aigen:b"))
+            # A composed scene's layout boxes (generation/compose.py): what located them.
+            rows_a.append(
+                _ann(rec.sha256, "dress", attrs, bbox="0,0,64,128", item_ref="aigen:a", bbox_source="layout")
+            )
+            rows_a.append(
+                _ann(rec.sha256, "coat", attrs, bbox="64,0,128,128", item_ref="aigen:b", bbox_source="layout")
+            )
         else:
             rows_a.append(_ann(rec.sha256, "dress" if items != ["aigen:b"] else "coat", attrs))
     for batch in (rows_p, rows_l, rows_i, rows_d, rows_a, rows_g):

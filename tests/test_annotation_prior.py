@@ -97,15 +97,14 @@ def test_prior_mode_annotates_everything_and_says_so(tmp_path: Path):
     )
     assert look_crops[fx.keys["1003"]].category == "pants"  # linked by URL, point hotspot
     assert by[(fx.shas["look"], "", "grounding")].status == "ok"
-    # Studio generation: the requested attributes; street: the layout prior, one band per item, top to bottom.
+    # Studio generation: the requested attributes. A street scene with no layout: nothing located
+    # its items, so none gets a box; each is held back with the reason (no band is guessed).
     studio = by[(fx.shas["gen-studio"], "", "attributes")]
     assert studio.category == "skirt" and studio.attributes == {"pattern": "plaid", "material": "wool"}
-    street = [r for (sha, bbox, task), r in by.items() if sha == fx.shas["gen-street"] and bbox]
-    assert sorted((r.bbox, r.item_ref) for r in street) == [
-        ("0,0,256,128", "ai:2"),
-        ("0,128,256,256", "ai:3"),
-    ]
-    assert {r.item_ref: r.category for r in street} == {"ai:2": "coat", "ai:3": "boots"}
+    assert not [r for (sha, bbox, task), r in by.items() if sha == fx.shas["gen-street"]]
+    held = {r.item for r in fx.lake.records("rejections") if r.reason == "box_not_located"}
+    assert held == {f"{fx.shas['gen-street']}|ai:2", f"{fx.shas['gen-street']}|ai:3"}
+    assert {r.bbox_source for r in look_crops.values()} == {"hotspot"}
     # Rerun: nothing new.
     again = run_annotation(fx.lake, AnnotationSettings(), TAXONOMY, "r2")
     assert again.rows_written == 0 and len(list(fx.lake.records("annotations"))) == len(rows)

@@ -137,11 +137,11 @@ def test_the_configured_takedown_contact_reaches_a_built_releases_card(tmp_path:
             load_settings(broken)
 
 
-def test_card_states_the_box_rules_and_flags_prior_mode_street_bands() -> None:
-    """Issue 22 §3: a reader learns what located each box, and when street boxes are only bands."""
-    body = dataset_card(INFO).split("---", 2)[2]
-    rules = body.split("## Boxes", 1)[1].split("## Terms of use", 1)[0]
-    assert "comes from what located the item" in rules and "EXIF orientation" in rules
-    assert "body-region bands" not in rules  # a VLM-annotated release: every box was located
-    prior = dataset_card({**INFO, "annotation_sources": ["metadata_prior"]}).split("## Boxes", 1)[1]
-    assert "body-region bands" in prior.split("## Terms of use", 1)[0]
+def test_card_states_the_box_rules_with_every_box_source() -> None:
+    """Issue 22 §3: a reader learns what located each box; a prior-mode release has no guessed boxes."""
+    for info in (INFO, {**INFO, "annotation_sources": ["metadata_prior"]}):
+        body = dataset_card(info).split("---", 2)[2]
+        rules = body.split("## Boxes", 1)[1].split("## Terms of use", 1)[0]
+        assert "comes from what located the item" in rules and "EXIF orientation" in rules
+        assert all(f"`{source}`" in rules for source in ("hotspot", "vlm", "layout", "product_photo"))
+        assert "box_not_located" in rules and "band" not in rules

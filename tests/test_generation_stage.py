@@ -49,7 +49,10 @@ def test_generates_linked_rows_and_images(tmp_path):
         assert g.status == "ok" and g.error is None and g.run_id == "run-1"
         assert g.model == result.model and g.model_is_tiny_local and g.model.startswith("tiny-sd-")
         assert (g.prompt, g.seed, g.steps, g.width, g.height) == (request.prompt, request.seed, 2, 32, 32)
-        assert g.pipeline_class == "StableDiffusionPipeline" and g.scheduler == "DDIMScheduler"
+        # Street queries of the tiny default are composed from generated garments (generation/compose.py).
+        composed = "ComposedScene(StableDiffusionPipeline)"
+        assert g.pipeline_class == (composed if request.garments else "StableDiffusionPipeline")
+        assert g.scheduler == "DDIMScheduler" and (g.layout_json is not None) == bool(request.garments)
         assert g.device == "cpu" and g.dtype == "float32" and g.template_version == request.template_version
         assert g.cpu_threads == 1 and g.batch_id and g.batch_position is not None
         assert json.loads(g.requested_attributes_json)[0]["item_id"] == g.item_ids[0]
@@ -181,7 +184,9 @@ def test_street_looks_are_conditioned_on_every_real_garment_and_a_lost_photo_fai
             assert g.status == "failed" and g.error.startswith("conditioning_image_missing")
             assert lost_key in g.error
         else:
-            assert g.status == "ok" and g.sha256 and g.pipeline_class == "StableDiffusionPipeline"
+            assert (
+                g.status == "ok" and g.sha256 and g.pipeline_class == "ComposedScene(StableDiffusionPipeline)"
+            )
     assert {by_id[look.generation_id].status for look in looks} == {"ok", "failed"}  # the others went on
     assert result.generated == len(planned) - result.failed
     galleries = [g for g in by_id.values() if g.role == "gallery"]

@@ -101,13 +101,16 @@ def test_every_category_has_a_body_region_ordered_head_to_feet() -> None:
     assert TAXONOMY.body_rank("socks") == TAXONOMY.body_rank("sneakers") == len(TAXONOMY.body_regions) - 1
 
 
-def test_street_layout_prior_puts_new_categories_in_their_band(tmp_path: Path) -> None:
+def test_a_street_scene_without_a_layout_gets_no_box_in_prior_mode(tmp_path: Path) -> None:
+    """Issue 22 §3: no horizontal band is guessed; every item is held back box_not_located."""
     fx = build_lake(tmp_path / "lake")
     [unit] = [u for u in plan_units(fx.lake, TAXONOMY) if u.owner_id == "gen-street"]
     unit.ref_priors = {"ai:a": Prior("socks"), "ai:b": Prior("headband"), "ai:c": Prior("leg warmers")}
-    rows = [r for r in annotate_with_prior(unit, TAXONOMY, "r", set()) if isinstance(r, Annotation)]
-    tops = {r.item_ref: int(r.bbox.split(",")[1]) for r in rows if r.task == "attributes"}
-    assert tops["ai:b"] < tops["ai:c"] < tops["ai:a"]  # headband on top, leg warmers, then socks
+    records = list(annotate_with_prior(unit, TAXONOMY, "r", set()))
+    assert not [r for r in records if isinstance(r, Annotation)]
+    assert sorted((r.reason, r.item) for r in records) == [
+        ("box_not_located", f"{unit.sha256}|{ref}") for ref in ("ai:a", "ai:b", "ai:c")
+    ]
 
 
 # ----------------------------------------------------------------- the annotator, end to end

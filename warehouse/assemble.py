@@ -49,7 +49,7 @@ import pyarrow as pa
 from PIL import Image
 
 from lookbench_live.schema.hashing import HASH_METHOD, hash_bytes
-from lookbench_live.schema.records import Annotation, Generation, Product, product_key
+from lookbench_live.schema.records import BOX_NOT_LOCATED, Annotation, Generation, Product, product_key
 from lookbench_live.schema.release import NOISE, NOISE_CATEGORY, RELEASE_SCHEMA, SUBSET_DIFFICULTY, TASKS
 from lookbench_live.warehouse.freshness import Decision, FreshnessRules, HeldBack
 from lookbench_live.warehouse.released import ReleasedIndex
@@ -311,6 +311,7 @@ class Assembler:
             "image": {"bytes": image, "path": f"{image_sha}.{image_ext}"},
             "raw_image": {"bytes": raw, "path": f"{raw_sha}.{raw_ext}"},
             "bbox": list(bbox) if bbox else None,
+            "bbox_source": ann.bbox_source if bbox else None,  # what located the box (docs/release.md)
             "item_ID": item,
             "task": TASKS.get(subset, ""),
             "difficulty": SUBSET_DIFFICULTY.get(subset, ""),
@@ -491,10 +492,20 @@ class Assembler:
         found = []
         for (ann_sha, bbox), ann in self.view.annotations.items():
             if ann_sha == sha and bbox and ann.item_ref:
+                if owner_kind == "generation" and ann.source == "metadata_prior" and ann.bbox_source is None:
+                    # A prior box of a generated scene that names nothing that located it predates
+                    # prior-v3: a horizontal band, a guess. Held back, never published. (A look's
+                    # prior boxes were always its hotspots.)
+                    self.out.dropped.append(
+                        (f"{owner}:{bbox}", BOX_NOT_LOCATED, f"{bbox} of {sha} was not located (a band)")
+                    )
+                    continue
                 found.append((_parse_bbox(bbox), ann))
         if not found:
+            # A generated scene with no crop: nothing (layout or grounding) located its garments.
+            reason = BOX_NOT_LOCATED if owner_kind == "generation" else "no_crops"
             self.out.dropped.append(
-                (f"{owner_kind}:{owner}", "no_crops", f"photo {sha} has no annotated item crop")
+                (f"{owner_kind}:{owner}", reason, f"photo {sha} has no annotated item crop")
             )
         return sorted(found, key=lambda pair: (pair[1].item_ref or "", pair[0]))
 

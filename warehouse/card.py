@@ -78,6 +78,12 @@ COLUMNS: dict[str, tuple[str, str]] = {
         "Crop box of `image` inside `raw_image`: [x0, y0, x1, y1] in pixels, x1 and y1 exclusive; "
         "null means the whole image.",
     ),
+    "bbox_source": (
+        "sc:Text",
+        "What located `bbox`: `hotspot` (the look page's own hotspot), `vlm` (the annotating model's "
+        "grounding), `layout` (where the generator pasted the garment into a composed AIGen-StreetLook "
+        "scene), `product_photo` (a product photo's own item); null when `bbox` is null.",
+    ),
     "item_ID": ("sc:Text", "Product identity: a query's gallery matches share its item_ID."),
     "task": ("sc:Text", "The retrieval task of the row's subset."),
     "difficulty": (
@@ -197,25 +203,20 @@ def freshness_section(info: dict[str, Any]) -> list[str]:
 
 
 BOX_RULES = (
-    "A `bbox` comes from what located the item: a look page's hotspot (percent",
-    "hotspots scaled by the photo's size; a point hotspot becomes a square around the point sized by a",
-    "fixed share of the photo), the annotating model's grounding, or a product photo's own item. Boxes",
-    "are pixels of the photo as a browser shows it: EXIF orientation is applied before anything is",
-    "hashed, boxed or cropped. `bbox` null means the whole image.",
-)
-PRIOR_STREET_BOXES = (
-    "This release was annotated (in part) by the metadata prior, with no model to locate garments:",
-    "its `aigen_streetlook` boxes are the layout prior's horizontal body-region bands of the generated",
-    "image (head to feet), not located garments.",
+    "A `bbox` comes from what located the item, named in `bbox_source`: a look page's hotspot",
+    "(`hotspot`; percent hotspots scaled by the photo's size, a point hotspot becomes a square around",
+    "the point sized by a fixed share of the photo), the annotating model's grounding (`vlm`), the",
+    "position a composed AIGen-StreetLook scene's garment was pasted at (`layout`: its pixels are that",
+    "garment's), or a product photo's own item (`product_photo`). An item nothing located is held back",
+    "(`box_not_located`), never given a guessed box. Boxes are pixels of the photo as a browser shows",
+    "it: EXIF orientation is applied before anything is hashed, boxed or cropped. `bbox` null means",
+    "the whole image.",
 )
 
 
 def box_rules(info: dict[str, Any]) -> list[str]:
-    """What the card says about `bbox`; a prior-mode release says its street-scene boxes are guesses."""
-    lines = list(BOX_RULES)
-    if "metadata_prior" in info.get("annotation_sources", []):
-        lines += ["", *PRIOR_STREET_BOXES]
-    return lines
+    """What the card says about `bbox` (the same for every release: every box was located)."""
+    return list(BOX_RULES)
 
 
 def dataset_card(info: dict[str, Any]) -> str:
