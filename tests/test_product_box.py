@@ -22,6 +22,7 @@ from lookbench_live.config import AnnotationSettings
 from lookbench_live.schema.records import Annotation, product_key
 from lookbench_live.schema.taxonomy import default_taxonomy
 from lookbench_live.testing.loopback_server import LoopbackServer
+from lookbench_live.warehouse.freshness import record_baseline
 from lookbench_live.warehouse.lake import Lake
 from lookbench_live.warehouse.release import build_release
 
@@ -166,6 +167,8 @@ def test_vlm_annotates_the_products_own_item_and_records_why_not(tmp_path: Path)
 
 def test_release_publishes_the_products_box_as_a_crop(tmp_path: Path) -> None:
     lake = Lake(tmp_path / "lake")
+    # The site's baseline crawl came before: its products are new arrivals (the freshness rules).
+    record_baseline(lake, "shop", lakefill.T0 - dt.timedelta(days=1), "test")
     lakefill.fill(lake)
     key = product_key("shop", "p0-0")
     photo = next(r for r in lake.records("images") if r.owner_id == key and r.position == 0)  # type: ignore[attr-defined]
