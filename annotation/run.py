@@ -32,7 +32,7 @@ import collections
 import json
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -339,6 +339,22 @@ def annotate_with_prior(
     def key(bbox: str, task: str) -> tuple[Any, ...]:
         return (unit.sha256, bbox, task, taxonomy.version, PRIOR_VERSION, PRIOR_MODEL)
 
+    def located(items: Iterable[GroundedItem], source: BoxSource) -> Iterator[Record]:
+        """Each located item's attributes from its linked product's prior, boxed where `source` says."""
+        for item in items:
+            bbox = bbox_text(item.bbox)
+            if key(bbox, "attributes") not in stored:
+                yield _prior_row(
+                    unit,
+                    taxonomy,
+                    run_id,
+                    bbox=bbox,
+                    task="attributes",
+                    prior=unit.ref_priors.get(item.ref or ""),
+                    item_ref=item.ref,
+                    bbox_source=source,
+                )
+
     if not unit.multi:
         if key("", "attributes") not in stored:
             yield _prior_row(
@@ -377,20 +393,7 @@ def annotate_with_prior(
                     error="prior_no_hotspots",
                     error_detail="the look states no usable hotspot boxes or points",
                 )
-        for item in items:
-            bbox = bbox_text(item.bbox)
-            if key(bbox, "attributes") not in stored:
-                prior = unit.ref_priors.get(item.ref or "")
-                yield _prior_row(
-                    unit,
-                    taxonomy,
-                    run_id,
-                    bbox=bbox,
-                    task="attributes",
-                    prior=prior,
-                    item_ref=item.ref,
-                    bbox_source="hotspot",
-                )
+        yield from located(items, "hotspot")
         return
     # A generated street scene: only a composed scene's layout says where its garments are (the
     # prior cannot locate anything). Without one, each item is held back: no box is guessed.
@@ -415,20 +418,7 @@ def annotate_with_prior(
             status="ok",
             items_json=items_json(unit.layout),
         )
-    for item in unit.layout:
-        bbox = bbox_text(item.bbox)
-        if key(bbox, "attributes") not in stored:
-            prior = unit.ref_priors.get(item.ref or "")
-            yield _prior_row(
-                unit,
-                taxonomy,
-                run_id,
-                bbox=bbox,
-                task="attributes",
-                prior=prior,
-                item_ref=item.ref,
-                bbox_source="layout",
-            )
+    yield from located(unit.layout, "layout")
 
 
 def layout_items(layout_json: str | None) -> list[GroundedItem]:

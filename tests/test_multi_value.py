@@ -15,7 +15,7 @@ import pytest
 from annotation_fixtures import build_lake
 
 from lookbench_live.annotation.judge import AuditItem, judge_schema
-from lookbench_live.annotation.prompts import grounding_schema
+from lookbench_live.annotation.prompts import PROMPT_VERSION, grounding_schema
 from lookbench_live.annotation.run import run_annotation
 from lookbench_live.config import AnnotationSettings
 from lookbench_live.evaluation.labels import encode_labels
@@ -143,7 +143,7 @@ def test_loopback_vlm_lists_are_stored_joined_and_published_one_by_one(tmp_path:
         if a.sha256 == shirt and a.task == "attributes" and a.source == "vlm"  # type: ignore[attr-defined]
     ]
     assert row.attributes["color"] == "blue|white" and row.attributes["material"] == "cotton"
-    assert row.main_attribute == "cotton" and row.prompt_version.startswith("p2-")
+    assert row.main_attribute == "cotton" and row.prompt_version.startswith(f"{PROMPT_VERSION}-")
     assert row.prior_agreement["color"] == "agree"  # the page says Blue: contained in blue|white
     sent = [
         b["response_format"]["json_schema"]["schema"]
