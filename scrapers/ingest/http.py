@@ -98,12 +98,7 @@ class Response:
 
     def redirect_target(self) -> str | None:
         """The absolute URL of a redirect's Location, None if this is not a redirect."""
-        if self.status not in (301, 302, 303, 307, 308):
-            return None
-        location = self.headers.get("location").strip()
-        if not location:
-            return None
-        return str(httpx.URL(self.url).join(location))  # raises httpx.InvalidURL for junk
+        return redirect_target(self.status, self.headers.get("location"), self.url)
 
     async def aiter_raw(self) -> AsyncIterator[bytes]:
         """The body as sent (no content decoding), in chunks; the caller enforces its own cap."""
@@ -234,6 +229,13 @@ class HttpClient:
         self._proxy_clients.clear()
 
 
+def redirect_target(status: int, location: str, url: str) -> str | None:
+    """The absolute URL a redirect response points at, None if it is not one (both transports)."""
+    if status not in (301, 302, 303, 307, 308) or not location.strip():
+        return None
+    return str(httpx.URL(url).join(location.strip()))  # raises httpx.InvalidURL for junk
+
+
 def proxy_for(url: str) -> str | None:
     """The proxy the environment names for `url` (`HTTPS_PROXY`/`HTTP_PROXY`), None when none
     applies or `NO_PROXY` bypasses its host."""
@@ -258,12 +260,7 @@ class ProxiedResponse:
         self._response = response
 
     def redirect_target(self) -> str | None:
-        if self.status not in (301, 302, 303, 307, 308):
-            return None
-        location = self.headers.get("location").strip()
-        if not location:
-            return None
-        return str(httpx.URL(self.url).join(location))
+        return redirect_target(self.status, self.headers.get("location"), self.url)
 
     async def aiter_raw(self) -> AsyncIterator[bytes]:
         try:
