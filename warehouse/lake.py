@@ -168,6 +168,12 @@ def check_footer(metadata: pq.FileMetaData) -> None:
         raise ValueError(f"the stored Arrow schema is damaged ({type(exc).__name__})") from None
     if not metadata.schema.to_arrow_schema().equals(expected, check_metadata=False):
         raise ValueError("the footer's schema disagrees with its stored Arrow schema (damaged footer)")
+    # A flipped row count would read as fewer (or more) rows, silently: the footer holds the count
+    # twice (per row group and for the file), so the two must agree. (Column chunk metadata is not
+    # consulted: pyarrow aborts the process on some damaged chunk statistics.)
+    counts = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+    if sum(counts) != metadata.num_rows:
+        raise ValueError("the footer's row counts disagree (damaged footer)")
 
 
 def parquet_bytes(table: pa.Table) -> bytes:
