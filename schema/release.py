@@ -8,6 +8,7 @@ nothing else defines them. See docs/release.md for what each column means.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from collections.abc import Iterable
 
@@ -33,7 +34,7 @@ PUBLISHED_COLUMNS = (
 IMAGE_STRUCT = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
 KV = pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))
 TS = pa.timestamp("us", tz="UTC")
-RELEASE_SCHEMA = pa.schema(
+_COLUMNS = pa.schema(
     [
         ("image", IMAGE_STRUCT),
         ("raw_image", IMAGE_STRUCT),
@@ -62,6 +63,75 @@ RELEASE_SCHEMA = pa.schema(
         # Groups where the VLM disagreed with the metadata prior (`warehouse/labels.py`).
         ("label_disputes", pa.list_(pa.string())),
     ]
+)
+# The columns Hugging Face `datasets` decodes as images (PIL) when it loads a release untouched.
+IMAGE_COLUMNS = ("image", "raw_image")
+
+
+def _hf_feature(kind: pa.DataType) -> dict:
+    """A column's `datasets` feature, as `Features.to_dict()` writes it (datasets 4/5)."""
+    if pa.types.is_list(kind):
+        return {"feature": _hf_feature(kind.value_type), "_type": "List"}
+    if pa.types.is_struct(kind):
+        return {f.name: _hf_feature(f.type) for f in kind}
+    return {"dtype": str(kind), "_type": "Value"}  # string, int32, timestamp[us, tz=UTC]
+
+
+def hf_features(schema: pa.Schema) -> dict[str, dict]:
+    """Every column of `schema`, in order, as a Hugging Face feature; `IMAGE_COLUMNS` are `Image`.
+
+    `datasets` takes a column's feature from the file's `huggingface` metadata only when every
+    field matches the file's own (`Features.from_arrow_schema`), so every column is described."""
+    return {f.name: {"_type": "Image"} if f.name in IMAGE_COLUMNS else _hf_feature(f.type) for f in schema}
+
+
+def _hf_yaml_type(kind: pa.DataType) -> dict:
+    """A column's type as the card's YAML writes it (`Features._to_yaml_list`): lists of values or
+    of structs, the only nesting a release has."""
+    if pa.types.is_list(kind):
+        inner = kind.value_type
+        if pa.types.is_struct(inner):
+            return {"list": [{"name": f.name, **_hf_yaml_type(f.type)} for f in inner]}
+        return {"list": str(inner)}
+    return {"dtype": str(kind)}
+
+
+def hf_yaml_features(schema: pa.Schema) -> list[dict]:
+    """The same features in the dataset card's YAML form (`dataset_info.features`)."""
+    return [
+        {"name": f.name, "dtype": "image"}
+        if f.name in IMAGE_COLUMNS
+        else {"name": f.name, **_hf_yaml_type(f.type)}
+        for f in schema
+    ]
+
+
+def features_fault(schema: pa.Schema) -> str | None:
+    """What is wrong with a file schema's `huggingface` metadata, or None.
+
+    A file without it (a release written before it was declared) is sound; one with it must
+    describe exactly the file's own columns, in order, with `IMAGE_COLUMNS` as images: anything
+    else would make `datasets` drop or mistype the declaration."""
+    stored = (schema.metadata or {}).get(HF_METADATA_KEY)
+    if stored is None:
+        return None
+    try:
+        features = json.loads(stored)["info"]["features"]
+    except (ValueError, KeyError, TypeError):
+        return "its Hugging Face features metadata cannot be read"
+    if not isinstance(features, dict) or list(features) != schema.names:
+        return "its Hugging Face features metadata does not list its columns in order"
+    if features != hf_features(schema):
+        return "its Hugging Face features metadata disagrees with its column types"
+    return None
+
+
+# The schema every release file is written with. Its `huggingface` metadata (the key `datasets`
+# writes and reads) declares `image` and `raw_image` as Image features, so
+# `load_dataset(<release folder>, config)` yields PIL images with no cast.
+HF_METADATA_KEY = b"huggingface"
+RELEASE_SCHEMA = _COLUMNS.with_metadata(
+    {HF_METADATA_KEY: json.dumps({"info": {"features": hf_features(_COLUMNS)}}).encode()}
 )
 # The published configs' level per subset (RealStudioFlat easy, AIGen-Studio medium, both
 # StreetLooks hard, as the paper says); every row of a subset carries its subset's level.

@@ -115,13 +115,23 @@ def test_loads_untouched_with_pyarrow_duckdb_polars_and_datasets(lake: Lake, tmp
     # A cache of this test's own: the shared one can hold an earlier run's table for the same
     # (reused) temp path, and would answer with its row count.
     cache = str(tmp_path / "hf-datasets-cache")
+    # One file alone (no card): the file's own `huggingface` metadata makes the images PIL.
     ds = datasets.load_dataset("parquet", data_files={"query": str(query)}, split="query", cache_dir=cache)
-    ds = ds.cast_column("image", datasets.Image())
-    assert ds[0]["image"].size[0] > 0
-    # the dataset card's `configs:` resolve each subset's splits
-    by_config = datasets.load_dataset(str(base), "real_streetlook", cache_dir=cache)
-    assert set(by_config) == {"query", "gallery"}
-    assert by_config["query"].num_rows == pq.read_table(base / "real_streetlook" / "query.parquet").num_rows
+    assert isinstance(ds[0]["image"], Image.Image) and ds[0]["image"].size[0] > 0
+    # The folder: the card's `configs:` resolve each subset's splits, untouched (no cast), and
+    # every config and split (noise too) gives PIL images for `image` and `raw_image`.
+    for config in (*SUBSETS, "noise"):
+        by_config = datasets.load_dataset(str(base), config, cache_dir=cache)
+        splits = ("gallery",) if config == "noise" else ("query", "gallery")
+        assert set(by_config) == set(splits), config
+        for split in splits:
+            table = by_config[split]
+            assert table.num_rows == pq.read_table(base / config / f"{split}.parquet").num_rows
+            assert table.column_names == pq.read_schema(base / config / f"{split}.parquet").names
+            first = table[0]
+            for column in ("image", "raw_image"):
+                assert isinstance(first[column], Image.Image), (config, split, column)
+                assert first[column].size[0] > 0
 
 
 def test_croissant_validates(lake: Lake) -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Any
 
-from lookbench_live.schema.release import NOISE, RELEASE_SCHEMA, SUBSETS
+from lookbench_live.schema.release import NOISE, RELEASE_SCHEMA, SUBSETS, hf_yaml_features
 
 CROISSANT_CONTEXT: dict[str, Any] = {
     "@language": "en",
@@ -219,6 +220,47 @@ def box_rules(info: dict[str, Any]) -> list[str]:
     return list(BOX_RULES)
 
 
+def _yaml_features(indent: str) -> list[str]:
+    """`dataset_info.features` lines: every column in order, `image` and `raw_image` as `image`
+    (datasets then decodes them to PIL, as the files' own `huggingface` metadata says)."""
+    lines = []
+    for feature in hf_yaml_features(RELEASE_SCHEMA):
+        lines.append(f"{indent}- name: {feature['name']}")
+        for key, value in feature.items():
+            if key == "name":
+                continue
+            if isinstance(value, list):  # a list of structs: one entry per field
+                lines.append(f"{indent}  {key}:")
+                for sub in value:
+                    lines += [f"{indent}  - name: {sub['name']}", f"{indent}    dtype: {sub['dtype']}"]
+            else:
+                lines.append(f"{indent}  {key}: {value}")
+    return lines
+
+
+def _moment(text: str) -> str:
+    """An ISO moment as the card prints it: the date alone at midnight UTC."""
+    moment = dt.datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    moment = moment.astimezone(dt.UTC)
+    if moment.time() == dt.time(0):
+        return moment.date().isoformat()
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def window_text(window: dict[str, Any]) -> str:
+    """The release window in words; an open side is said, never printed as `None`."""
+    start, end = window.get("start"), window.get("end")
+    if start and end:
+        return f"from {_moment(start)} (inclusive) to {_moment(end)} (exclusive)"
+    if end:
+        return f"before {_moment(end)} (no start: everything not released earlier)"
+    if start:
+        return f"from {_moment(start)} (inclusive), no end"
+    return "at any time (no window: everything not released earlier)"
+
+
 def dataset_card(info: dict[str, Any]) -> str:
     """A Hugging Face dataset card whose `configs:` map each subset to its files."""
     contact = info.get("contact") or DEFAULT_CONTACT
@@ -242,12 +284,15 @@ def dataset_card(info: dict[str, Any]) -> str:
             if s == subset:
                 lines.append(f"  - split: {split}")
                 lines.append(f"    path: {subset}/{split}.parquet")
+    lines.append("dataset_info:")
+    for subset in (*SUBSETS, NOISE):
+        lines += [f"- config_name: {subset}", "  features:", *_yaml_features("  ")]
     lines += ["---", "", f"# LookBench live, release {info['version']}", ""]
     window = info["window"]
     lines += [
         "A LookBench-compatible fashion image-retrieval release built by lookbench-live.",
         "",
-        f"- Items first seen in the window {window['start']} .. {window['end']} ({window['rule']}).",
+        f"- Items first seen {window_text(window)}, UTC ({window['rule']}).",
         *(
             [
                 f"- Supersedes release {info['supersedes']}: a correction of it (same window), which is withdrawn."

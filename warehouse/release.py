@@ -48,6 +48,7 @@ from lookbench_live.schema.release import (
     ReleaseKeyError,
     VersionError,
     check_file_key,
+    features_fault,
     next_revision,
     parse_version,
     version_base,
@@ -1153,9 +1154,14 @@ def verify_path(lake: Lake, base: str) -> list[str]:
             continue
         if rel.endswith(".parquet"):
             with lake.fs.open(f"{base}/{rel}", "rb") as handle:
-                rows = pq.ParquetFile(handle).metadata.num_rows
+                parquet = pq.ParquetFile(handle)
+                rows, schema = parquet.metadata.num_rows, parquet.schema_arrow
             if rows != entry.get("rows"):
                 problems.append(f"{rel} has {rows} rows but {MANIFEST} says {entry.get('rows')}")
+            # The `huggingface` features (what `datasets` decodes as images) must describe the
+            # file; a release written before they were declared has none and is sound.
+            if (fault := features_fault(schema)) is not None:
+                problems.append(f"{rel}: {fault}")
             problems += row_hash_faults(lake, f"{base}/{rel}", rel)
     return problems
 
