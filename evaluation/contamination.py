@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from lookbench_live.evaluation.evaluate import EvaluationRun, metric_names, run_evaluation
+from lookbench_live.evaluation.outfit import OUTFIT_SUBSETS, look_keys, outfit_scores
 from lookbench_live.evaluation.release_data import query_moment
 from lookbench_live.schema.release import version_key
 from lookbench_live.warehouse.lake import Lake
@@ -62,14 +63,17 @@ def _bound(lake: Lake, text: str, default: str) -> str:
     return resolve_version(lake, "latest") if text == "latest" else check_version(text)
 
 
+def _after_mask(query_rows: Any, cutoff: dt.date) -> np.ndarray:
+    """Per query: first seen strictly after `cutoff` (as `--after` keeps it)."""
+    moments = query_moment(query_rows)
+    return np.array([m is not None and m.astimezone(dt.UTC).date() > cutoff for m in moments], dtype=bool)
+
+
 def _split(run: EvaluationRun, cutoff: dt.date) -> dict[str, dict[str, list[np.ndarray]]]:
     """Per side ('before', 'after'): metric -> per-query score arrays, one per subset."""
     sides: dict[str, dict[str, list[np.ndarray]]] = {"before": {}, "after": {}}
     for sub in run.subsets.values():
-        moments = query_moment(sub.query_rows)
-        after = np.array(
-            [m is not None and m.astimezone(dt.UTC).date() > cutoff for m in moments], dtype=bool
-        )
+        after = _after_mask(sub.query_rows, cutoff)
         for metric, values in sub.per_query.items():
             sides["after"].setdefault(metric, []).append(values[after])
             sides["before"].setdefault(metric, []).append(values[~after])
@@ -83,6 +87,11 @@ def _result_after(run: EvaluationRun, cutoff: dt.date, parts: dict[str, list[np.
     for i, name in enumerate(run.subsets):
         entry = _pooled({m: [arrays[i]] for m, arrays in parts.items()})
         out["subsets"][name] = {**entry, "corpus": run.corpus_sizes[name]}
+        if name in OUTFIT_SUBSETS:  # the looks of the queries kept, as `--after` forms them
+            sub = run.subsets[name]
+            keep = _after_mask(sub.query_rows, cutoff)
+            looks = [key for key, kept in zip(look_keys(sub.query_rows), keep, strict=True) if kept]
+            out["subsets"][name].update(outfit_scores(looks, {m: v[keep] for m, v in sub.per_query.items()}))
     out["overall"] = {**_pooled(parts), "corpus": None}
     return out
 

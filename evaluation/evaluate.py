@@ -29,6 +29,7 @@ from lookbench_live.evaluation.metrics import (
     per_query_scores,
     retrieve,
 )
+from lookbench_live.evaluation.outfit import OUTFIT_SUBSETS, look_keys, outfit_scores
 from lookbench_live.evaluation.release_data import ReleaseData, iter_images, load_release, query_moment
 from lookbench_live.evaluation.vectors import (
     EmbeddingsError,
@@ -67,7 +68,8 @@ class EvaluationRun:
     corpus_sizes: dict[str, int] = field(default_factory=dict)
 
     def result(self) -> dict[str, Any]:
-        """The `--json` shape: values in percent; a subset with no query has null metrics."""
+        """The `--json` shape: values in percent; a subset with no query has null metrics. The
+        StreetLook subsets add outfit-level recall (`outfit.outfit_scores`); `overall` does not."""
         names = metric_names()
         out: dict[str, Any] = {
             "release": self.release,
@@ -84,6 +86,8 @@ class EvaluationRun:
                 values = run.per_query[metric]
                 entry[metric] = round(float(values.mean()) * 100.0, 4) if n else None
                 pooled[metric].append(values)
+            if name in OUTFIT_SUBSETS:
+                entry.update(outfit_scores(look_keys(run.query_rows), run.per_query))
             out["subsets"][name] = entry
         total = sum(len(r.query_sha) for r in self.subsets.values())
         overall: dict[str, Any] = {"queries": total, "corpus": None}
@@ -281,12 +285,15 @@ def _concat_codes(a: LabelCodes, b: LabelCodes) -> LabelCodes:
 
 
 def evaluation_records(result: dict[str, Any]) -> list[Evaluation]:
-    """`evaluations` rows of a result: one per subset plus `overall`; metrics as text."""
+    """`evaluations` rows of a result: one per subset plus `overall`; metrics as text (percentages
+    and means with 4 decimals, counts such as `outfit_looks` as integers)."""
     after = result.get("after") or ""
     rows = []
     for subset, entry in [*result["subsets"].items(), ("overall", result["overall"])]:
         metrics = {
-            k: f"{v:.4f}" for k, v in entry.items() if k not in ("queries", "corpus") and v is not None
+            k: str(v) if isinstance(v, int) else f"{v:.4f}"
+            for k, v in entry.items()
+            if k not in ("queries", "corpus") and v is not None
         }
         rows.append(
             Evaluation(

@@ -22,6 +22,7 @@ from lookbench_live.warehouse.release import check_version, release_dir, resolve
 
 LABEL_COLUMNS = (
     "sha256",
+    "raw_sha256",  # the photo a street crop was cut from: its look (evaluation/outfit.py)
     "category",
     "main_attribute",
     "item_ID",
