@@ -64,8 +64,10 @@ _COLUMNS = pa.schema(
         ("label_disputes", pa.list_(pa.string())),
     ]
 )
-# The columns Hugging Face `datasets` decodes as images (PIL) when it loads a release untouched.
+# The columns Hugging Face `datasets` decodes as images (PIL) when it loads a release untouched,
+# and the schema metadata key `datasets` writes and reads its features under.
 IMAGE_COLUMNS = ("image", "raw_image")
+HF_METADATA_KEY = b"huggingface"
 
 
 def _hf_feature(kind: pa.DataType) -> dict:
@@ -126,10 +128,9 @@ def features_fault(schema: pa.Schema) -> str | None:
     return None
 
 
-# The schema every release file is written with. Its `huggingface` metadata (the key `datasets`
-# writes and reads) declares `image` and `raw_image` as Image features, so
-# `load_dataset(<release folder>, config)` yields PIL images with no cast.
-HF_METADATA_KEY = b"huggingface"
+# The schema every release file is written with. Its `huggingface` metadata declares `image` and
+# `raw_image` as Image features, so `load_dataset(<release folder>, config)` yields PIL images
+# with no cast (the card's `dataset_info` says the same).
 RELEASE_SCHEMA = _COLUMNS.with_metadata(
     {HF_METADATA_KEY: json.dumps({"info": {"features": hf_features(_COLUMNS)}}).encode()}
 )

@@ -246,7 +246,7 @@ def _moment(text: str) -> str:
     moment = moment.astimezone(dt.UTC)
     if moment.time() == dt.time(0):
         return moment.date().isoformat()
-    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
 def window_text(window: dict[str, Any]) -> str:
