@@ -95,7 +95,10 @@ def tiny_gr_lite(path: Path | str) -> Path:
     save_file(state, str(folder / "model.safetensors"))
     config = {
         "architectures": ["GRLiteModel"],
-        "auto_map": {"AutoConfig": "configuration_gr_lite.GRLiteConfig", "AutoModel": "modeling_gr_lite.GRLiteModel"},
+        "auto_map": {
+            "AutoConfig": "configuration_gr_lite.GRLiteConfig",
+            "AutoModel": "modeling_gr_lite.GRLiteModel",
+        },
         "model_type": "gr_lite",
         "is_crop": True,
         "num_attention_heads": SMALL["num_attention_heads"],

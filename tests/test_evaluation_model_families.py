@@ -71,8 +71,7 @@ def test_gr_lite_is_transformers_dinov3_with_rope_from_the_hub_cache(tmp_path, h
     np.testing.assert_allclose(ours, expected, atol=1e-5)
     # RoPE is on: the same weights without it (the publisher's reference code) embed differently.
     rope = reference.rope_embeddings.forward
-    reference.rope_embeddings.forward = lambda px: tuple(
-    )
+    reference.rope_embeddings.forward = lambda px: tuple()
     reference.rope_embeddings.forward = lambda px: (lambda c, s: (c * 0 + 1, s * 0))(*rope(px))
     assert not np.allclose(card_reference(reference, IMAGES[0], 32), ours[0], atol=1e-3)
 
