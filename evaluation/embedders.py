@@ -266,14 +266,41 @@ def load_embedder(
         raise EmbedderError(f"cannot load model {model!r}: {exc}") from exc
 
 
+# What each family imports beyond the core dependencies, as the distributions that provide it:
+# the worker image must install these for every model deploy/lookbench.toml names
+# (tests/test_worker_models.py). DINOv3's transformers image processor needs torchvision.
+FAMILY_DISTRIBUTIONS = {
+    "open_clip": ("open_clip_torch", "ftfy", "timm", "torchvision"),
+    "gr_lite": ("transformers", "safetensors"),
+    "torch_module": ("torch",),
+    "transformers": ("transformers",),
+    "transformers+torchvision": ("transformers", "torchvision"),
+}
+
+
+def family_of(folder: Path) -> str:
+    """Which loader a model folder gets, from its files alone (nothing is loaded)."""
+    if is_open_clip_folder(folder):
+        return "open_clip"
+    if gr_lite.is_gr_lite_folder(folder):
+        return "gr_lite"
+    if torch_module_file(folder) is not None:
+        return "torch_module"
+    processor = folder / "preprocessor_config.json"
+    if processor.is_file() and "DINOv3ViTImageProcessor" in processor.read_text(encoding="utf-8"):
+        return "transformers+torchvision"
+    return "transformers"
+
+
 def _load_folder(
     spec: ModelSpec, folder: Path, *, trust_remote_code: bool, batch_size: int, device: str
 ) -> ImageEmbedder:
     size, dim = spec.option("size"), spec.option("dim")
-    if is_open_clip_folder(folder):
+    family = family_of(folder)
+    if family == "open_clip":
         _no_options(spec, "open_clip")
         return OpenClipEmbedder(spec.text, folder=folder, batch_size=batch_size, device=device)
-    if gr_lite.is_gr_lite_folder(folder):
+    if family == "gr_lite":
         return gr_lite.GRLiteEmbedder(
             spec.text, folder, input_size=size, feature_dim=dim, batch_size=batch_size, device=device
         )
