@@ -81,13 +81,14 @@ def hub_repo_id(text: str) -> str | None:
 
 
 def resolve_folder(source: str) -> Path:
-    """The folder holding a model's files: the path itself, or the Hub id's cached snapshot.
+    """The folder holding a model's files: the path itself (a folder, or a `.pt` file), or the
+    Hub id's cached snapshot.
 
     Raises ModelSpecError (one line) when a Hub id is not in the cache: runs are offline, so
     the remedy is `lookbench-live models pull`.
     """
     path = Path(os.path.expanduser(source))
-    if path.is_dir():
+    if path.exists():
         return path
     if is_local(source):
         raise ModelSpecError(f"model folder {source!r} does not exist")
