@@ -120,3 +120,15 @@ def in_hub_cache(cache: Path, repo_id: str, folder: Path | str) -> Path:
     (repo / "refs" / "main").write_text(commit, encoding="utf-8")
     shutil.copytree(folder, repo / "snapshots" / commit)
     return repo / "snapshots" / commit
+
+
+def tiny_internvit(path: Path | str) -> str:
+    """transformers' own InternViT (`InternVLVisionModel`, the `-hf` conversions of OpenGVLab's),
+    with the CLIP image processor InternViT's repositories name."""
+    import torch
+    from transformers import CLIPImageProcessor, InternVLVisionConfig, InternVLVisionModel
+
+    torch.manual_seed(0)
+    config = InternVLVisionConfig(**SMALL, image_size=[32, 32], patch_size=[8, 8])
+    processor = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    return _save(InternVLVisionModel(config), processor, path)

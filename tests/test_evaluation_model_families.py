@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from evaluation_fixtures import make_release, sample_rows
-from model_fixtures import in_hub_cache, tiny_clip, tiny_dinov3, tiny_gr_lite, tiny_siglip
+from model_fixtures import in_hub_cache, tiny_clip, tiny_dinov3, tiny_gr_lite, tiny_internvit, tiny_siglip
 from PIL import Image
 
 from lookbench_live.evaluation.embedders import (
@@ -58,6 +58,7 @@ def card_reference(model, data: bytes, size: int) -> np.ndarray:
 
 
 def test_gr_lite_is_transformers_dinov3_with_rope_from_the_hub_cache(tmp_path, hub_cache):
+    import torch
     from transformers import DINOv3ViTModel
 
     in_hub_cache(hub_cache, "srpone/gr-lite", tiny_gr_lite(tmp_path / "tiny"))
@@ -69,22 +70,20 @@ def test_gr_lite_is_transformers_dinov3_with_rope_from_the_hub_cache(tmp_path, h
     assert ours.shape == (6, 32)
     expected = np.stack([card_reference(reference, data, 32) for data in IMAGES])
     np.testing.assert_allclose(ours, expected, atol=1e-5)
-    # RoPE is on: the same weights without it (the publisher's reference code) embed differently.
-    rope = reference.rope_embeddings.forward
-    reference.rope_embeddings.forward = lambda px: tuple()
-    reference.rope_embeddings.forward = lambda px: (lambda c, s: (c * 0 + 1, s * 0))(*rope(px))
-    assert not np.allclose(card_reference(reference, IMAGES[0], 32), ours[0], atol=1e-3)
-
-    # The card's defaults: 336 px and every feature; `dim` keeps the leading features.
+    # The card's defaults: 336 px and every feature.
     card = load_embedder("srpone/gr-lite")
     assert card.input_size == 336 and card.feature_dim == 32
     np.testing.assert_allclose(
-        card.embed(IMAGES[:1])[0],
-        card_reference(
-            reference.__class__.from_pretrained(tmp_path / "tiny" / "dinov3").eval(), IMAGES[0], 336
-        ),
-        atol=1e-5,
+        card.embed(IMAGES[:1])[0], card_reference(reference, IMAGES[0], 336), atol=1e-5
     )
+    # RoPE is on: the same weights with an identity rotation (the publisher's reference code, which
+    # leaves RoPE out) embed differently.
+    rope = reference.rope_embeddings.forward
+    reference.rope_embeddings.forward = lambda px: tuple(
+        f(t) for f, t in zip((torch.ones_like, torch.zeros_like), rope(px), strict=True)
+    )
+    assert not np.allclose(card_reference(reference, IMAGES[0], 32), ours[0], atol=1e-3)
+    # `dim` keeps the leading features.
     narrow = load_embedder("srpone/gr-lite?size=32&dim=8").embed(IMAGES)
     np.testing.assert_allclose(narrow, ours[:, :8], atol=1e-6)
 
@@ -126,8 +125,28 @@ def test_transformers_models_load_from_the_hub_cache_like_from_a_folder(
     np.testing.assert_allclose(vectors, load_embedder(folder).embed(IMAGES), atol=1e-6)
 
 
-def test_siglip_scores_a_release(tmp_path):
-    folder = tiny_siglip(tmp_path / "siglip")
+def test_internvit_embeds_its_class_token_like_the_reference(tmp_path):
+    """InternViT's own code pools with the first token; transformers' port returns no pooler."""
+    import io
+
+    import torch
+    from transformers import AutoImageProcessor, InternVLVisionModel
+
+    folder = tiny_internvit(tmp_path / "internvit")
+    ours = load_embedder(folder).embed(IMAGES)
+    processor = AutoImageProcessor.from_pretrained(folder)
+    model = InternVLVisionModel.from_pretrained(folder).eval()
+    images = [Image.open(io.BytesIO(b)).convert("RGB") for b in IMAGES]
+    with torch.no_grad():
+        hidden = model(
+            pixel_values=processor(images=images, return_tensors="pt")["pixel_values"]
+        ).last_hidden_state
+    np.testing.assert_allclose(ours, hidden[:, 0].numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("build", [tiny_siglip, tiny_internvit])
+def test_siglip_and_internvit_score_a_release(tmp_path, build):
+    folder = build(tmp_path / "model")
     lake = Lake(tmp_path / "lake")
     make_release(lake, V, sample_rows())
     assert evaluate_release(lake, V, model=folder)["overall"]["queries"] == 12
