@@ -49,7 +49,33 @@ class GRLiteError(RuntimeError):
 
 
 def is_gr_lite_folder(folder: Path) -> bool:
-    return (folder / MARKER).is_file() and (folder / WEIGHTS).is_file()
+    """GR-Lite's files: `gr_lite.pt` beside `model.safetensors`, or DINOv3 ViT weights under a
+    config.json that transformers' DINOv3 does not own (the publisher's own model type).
+
+    A transformers DINOv3 folder (`model_type` "dinov3_vit", facebook/dinov3-*) is not GR-Lite:
+    it keeps transformers' own processor and model."""
+    weights = folder / WEIGHTS
+    if not weights.is_file():
+        return False
+    if (folder / MARKER).is_file():
+        return True
+    config = folder / "config.json"
+    try:
+        model_type = (
+            json.loads(config.read_text(encoding="utf-8")).get("model_type") if config.is_file() else None
+        )
+    except (OSError, ValueError):
+        return False
+    if model_type == "dinov3_vit":
+        return False
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(weights), framework="pt") as handle:  # reads the header only
+            keys = set(handle.keys())
+    except Exception:  # not a readable safetensors file: not ours to recognise
+        return False
+    return "embeddings.register_tokens" in keys and any(".attention.k_proj.weight" in k for k in keys)
 
 
 def _state_dict(folder: Path) -> dict[str, Any]:

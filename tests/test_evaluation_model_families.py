@@ -22,7 +22,7 @@ from lookbench_live.evaluation.embedders import (
     load_embedder,
 )
 from lookbench_live.evaluation.evaluate import evaluate_release
-from lookbench_live.evaluation.gr_lite import GRLiteEmbedder
+from lookbench_live.evaluation.gr_lite import GRLiteEmbedder, is_gr_lite_folder
 from lookbench_live.evaluation.vectors import load_cache
 from lookbench_live.warehouse.lake import Lake
 
@@ -101,6 +101,13 @@ def test_gr_lite_scores_a_release_in_both_widths(tmp_path):
 def test_gr_lite_pickle_only_folder_needs_trust_and_embeds_the_same(tmp_path):
     folder = tiny_gr_lite(tmp_path / "tiny")
     ours = load_embedder(f"{folder}?size=32").embed(IMAGES)
+    # Without the pickle beside it, the safetensors under the publisher's config is still GR-Lite;
+    # a transformers DINOv3 folder (its own model type) is not.
+    (tmp_path / "gr_lite.pt").write_bytes((folder / "gr_lite.pt").read_bytes())
+    (folder / "gr_lite.pt").unlink()
+    assert isinstance(load_embedder(f"{folder}?size=32"), GRLiteEmbedder)
+    assert not is_gr_lite_folder(tmp_path / "tiny" / "dinov3")
+    (folder / "gr_lite.pt").write_bytes((tmp_path / "gr_lite.pt").read_bytes())
     (folder / "model.safetensors").unlink()  # only the publisher's pickled module is left
     with pytest.raises(EmbedderError, match="trust"):
         load_embedder(str(folder))
