@@ -9,8 +9,9 @@ the layout `models pull` writes; nothing is downloaded here):
 - `None` or `"baseline"`: the baseline (`baseline:hsv-hog-v1`);
 - `open_clip:<architecture>/<pretrained tag>`, or a folder with `open_clip_config.json`
   (Marqo-FashionCLIP, Marqo-FashionSigLIP): open_clip (evaluation/openclip.py);
-- a folder with GR-Lite's `gr_lite.pt` and `model.safetensors`: the weights in transformers'
-  DINOv3 with RoPE (evaluation/gr_lite.py; options `size`, `dim`); with only the pickled
+- a GR-Lite folder (`model.safetensors` of a DINOv3 ViT beside `gr_lite.pt` or the publisher's
+  own config.json): the weights in transformers' DINOv3 with RoPE (evaluation/gr_lite.py;
+  options `size`, `dim`); with only the pickled
   `gr_lite.pt` (or any `.pt`/`.pth` file): `torch.load`, behind `trust_remote_code` because
   unpickling runs code from the file;
 - anything else: `transformers` `AutoModel` and `AutoImageProcessor` (CLIP, SigLIP, DINOv2,
