@@ -71,8 +71,8 @@ def is_local(source: str) -> bool:
 
 def hub_repo_id(text: str) -> str | None:
     """The Hugging Face repository a spec needs pulled, or None (a local path, open_clip name)."""
-    if text in ("baseline",) or text.startswith(OPEN_CLIP_PREFIX):
-        return None
+    if text == "baseline" or text.startswith(("baseline:", OPEN_CLIP_PREFIX)):
+        return None  # the weight-free baseline, open_clip's own names: nothing on the Hub
     try:
         source = parse_model_spec(text).source
     except ModelSpecError:

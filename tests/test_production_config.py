@@ -102,9 +102,21 @@ def test_configured_models_lists_every_hub_id_once() -> None:
     # and open_clip specs are not hub ids.
     assert configured_models(Settings()) == []
     local = Settings.model_validate(
-        {"evaluation": {"models": ["./models/mine", "open_clip:ViT-B-32/openai", "/abs/path", "gpt2"]}}
+        {
+            "evaluation": {
+                "models": [
+                    "./models/mine",
+                    "open_clip:ViT-B-32/openai",
+                    "/abs/path",
+                    "baseline:hsv-hog-v1",
+                    "gpt2",
+                    "org/gr?dim=8",
+                    "org/gr?size=32",
+                ]
+            }
+        }
     )
-    assert [m.repo_id for m in configured_models(local)] == ["gpt2"]
+    assert [m.repo_id for m in configured_models(local)] == ["gpt2", "org/gr"]
 
 
 def _refused_port() -> int:
