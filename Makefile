@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export DO_NOT_TRACK := 1
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 
-.PHONY: setup system vllm-venv run test lint bench clean
+.PHONY: setup system vllm-venv openclip-env run test lint bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -32,16 +32,21 @@ system:
 vllm-venv:
 	bash scripts/setup-vllm-venv.sh
 
+# The `models` extra (open_clip, ftfy, timm, torchvision) beside the venv, for the open_clip tests:
+# PyPI's torchvision cannot import beside the CPU torch inside the venv (scripts/setup-openclip-env.sh).
+openclip-env: setup
+	bash scripts/setup-openclip-env.sh
+
 run: setup
 	$(VENV)/bin/lookbench-live refresh
 
-test: setup vllm-venv
+test: setup vllm-venv openclip-env
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 	# The import contract and the public API's types (pyproject [tool.importlinter], [tool.mypy]).
 	$(PY) scripts/package_checks.py imports
 	$(PY) scripts/package_checks.py types
 	# Two workers, a test module each at a time: CI stays well under its 30 minutes.
-	LOOKBENCH_REQUIRE_VLLM=1 $(VENV)/bin/pytest -q -n 2 --dist loadfile
+	LOOKBENCH_REQUIRE_VLLM=1 LOOKBENCH_REQUIRE_OPENCLIP=1 $(VENV)/bin/pytest -q -n 2 --dist loadfile
 
 lint: setup
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
@@ -49,4 +54,4 @@ lint: setup
 	$(PY) scripts/package_checks.py types
 
 clean:
-	rm -rf $(VENV) .venv-vllm lookbench-data build dist *.egg-info
+	rm -rf $(VENV) .venv-vllm .venv-openclip lookbench-data build dist *.egg-info

@@ -411,10 +411,10 @@ class QuerySettings(Section):
 
 
 class EvaluationSettings(Section):
-    models: list[str] = Field(default_factory=list)  # besides the weight-free baseline
+    models: list[str] = Field(default_factory=list)  # besides the baseline; specs: evaluation/model_spec.py
     batch_size: int = Field(default=32, ge=1)
     chunk_size: int = Field(default=65536, ge=1024)  # corpus rows per similarity chunk (bounded memory)
-    trust_remote_code: bool = False  # needed by models that ship their code (GR-Lite)
+    trust_remote_code: bool = False  # models that ship code (InternViT's repos; a pickle-only GR-Lite folder)
     device: str = "cpu"
     report_samples: int = Field(default=4, ge=0, le=50)  # sample queries per subset in the report grids
     # Embedding the release's images per model as this many tasks on a Dask or Ray runner (images

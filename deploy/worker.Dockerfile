@@ -13,14 +13,18 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONUNBUFFERED=1
 
-# The CPU build of torch first, pinned as in constraints.txt; the constraints file then stops
-# pip from replacing it with a CUDA build of several GB.
+# torch and torchvision first, from one index (TORCH_INDEX_URL: the CPU build by default, a CUDA
+# one for a GPU worker), pinned as in constraints.txt; the constraints file then stops pip from
+# replacing either with another build. torchvision must match torch: open_clip, timm and DINOv3's
+# image processor import it (the `models` extra).
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
-RUN pip install --index-url "${TORCH_INDEX_URL}" torch==2.13.0
+RUN pip install --index-url "${TORCH_INDEX_URL}" torch==2.13.0 torchvision==0.28.0
 
 WORKDIR /src
 COPY . /src
-RUN pip install -c constraints.txt "/src[s3,dask]" \
+# `models`: open_clip_torch, ftfy, timm for Marqo-FashionCLIP/FashionSigLIP (tests/test_worker_models.py
+# checks that every model deploy/lookbench.toml names has what it imports from this line).
+RUN pip install -c constraints.txt "/src[s3,dask,models]" \
  && pip check
 
 # An unprivileged user; its state (Prefect home, model caches) lives in the named volume.

@@ -12,10 +12,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+from lookbench_live.evaluation.model_spec import hub_repo_id, is_local
 
 # Weight formats no stage here loads (ONNX, OpenVINO, Flax, TensorFlow, Core ML): skipping them
 # keeps an SDXL snapshot at about 14 GB instead of 70.
@@ -58,11 +59,16 @@ def configured_models(settings: Any) -> list[ModelRef]:
     Left out: the tiny local generator (`generation.model` unset), local paths, `open_clip:`
     specs (open_clip fetches its own weights), and the annotation model when no VLM is
     configured (`annotation.base_url` and `base_urls` unset: the metadata prior is the annotation).
+    An evaluation spec's options (`srpone/gr-lite?dim=256`) change how it embeds, not what is
+    downloaded: the repository is pulled once for all its variants.
     """
     found: list[ModelRef] = []
 
     def add(value: str | None, setting: str) -> None:
-        if not value or value.startswith("open_clip:") or _is_local(value):
+        if not value or value.startswith("open_clip:") or is_local(value):
+            return
+        value = hub_repo_id(value) if setting == "evaluation.models" else value
+        if value is None:
             return
         if all(ref.repo_id != value for ref in found):
             found.append(ModelRef(value, setting))
@@ -76,11 +82,6 @@ def configured_models(settings: Any) -> list[ModelRef]:
     for model in settings.evaluation.models:
         add(model, "evaluation.models")
     return found
-
-
-def _is_local(value: str) -> bool:
-    # Hub ids are "name" or "org/name"; anything else (or an existing path) is a local folder.
-    return value.startswith((".", "/", "~")) or value.count("/") > 1 or Path(value).exists()
 
 
 def hub_endpoint() -> str:

@@ -64,10 +64,15 @@ def test_production_config_loads_with_real_models() -> None:
     assert settings.annotation.model == "Qwen/Qwen2.5-VL-72B-Instruct"
     assert settings.judge.model == "gpt-5.1" and settings.judge.base_url
     assert settings.evaluation.models[0] == "srpone/gr-lite"  # GR-Lite, then the paper's baselines
-    assert {"Marqo/marqo-fashionSigLIP", "openai/clip-vit-base-patch16", "facebook/dinov2-base"} <= set(
-        settings.evaluation.models
-    )
-    assert settings.evaluation.device == "cuda" and settings.evaluation.trust_remote_code is True
+    assert {
+        "srpone/gr-lite?dim=256",
+        "Marqo/marqo-fashionSigLIP",
+        "Marqo/marqo-fashionCLIP",
+        "openai/clip-vit-base-patch16",
+        "facebook/dinov2-base",
+    } <= set(settings.evaluation.models)
+    # No model needs repository code: GR-Lite runs as transformers' DINOv3, Marqo's through open_clip.
+    assert settings.evaluation.device == "cuda" and settings.evaluation.trust_remote_code is False
 
 
 def test_the_commented_sites_are_valid_once_uncommented(tmp_path: Path) -> None:
@@ -86,18 +91,32 @@ def test_configured_models_lists_every_hub_id_once() -> None:
         ("stabilityai/stable-diffusion-xl-base-1.0", "generation.model"),
         ("h94/IP-Adapter", "generation.ip_adapter"),
         ("Qwen/Qwen2.5-VL-72B-Instruct", "annotation.model"),
-        ("srpone/gr-lite", "evaluation.models"),
+        ("srpone/gr-lite", "evaluation.models"),  # once for both of its variants
         ("Marqo/marqo-fashionSigLIP", "evaluation.models"),
+        ("Marqo/marqo-fashionCLIP", "evaluation.models"),
         ("openai/clip-vit-base-patch16", "evaluation.models"),
+        ("google/siglip-base-patch16-224", "evaluation.models"),
         ("facebook/dinov2-base", "evaluation.models"),
     ]
     # The embedded defaults (tiny local generator, no VLM) need nothing from the hub; local paths
     # and open_clip specs are not hub ids.
     assert configured_models(Settings()) == []
     local = Settings.model_validate(
-        {"evaluation": {"models": ["./models/mine", "open_clip:ViT-B-32/openai", "/abs/path", "gpt2"]}}
+        {
+            "evaluation": {
+                "models": [
+                    "./models/mine",
+                    "open_clip:ViT-B-32/openai",
+                    "/abs/path",
+                    "baseline:hsv-hog-v1",
+                    "gpt2",
+                    "org/gr?dim=8",
+                    "org/gr?size=32",
+                ]
+            }
+        }
     )
-    assert [m.repo_id for m in configured_models(local)] == ["gpt2"]
+    assert [m.repo_id for m in configured_models(local)] == ["gpt2", "org/gr"]
 
 
 def _refused_port() -> int:
