@@ -8,6 +8,9 @@ out; `--verbose` (or `LOOKBENCH_VERBOSE=1`) shows all of it, plus Prefect's INFO
 
 Environment variables are set (not overwritten when the user set them) before the libraries
 are imported, so they also reach task runner processes (Dask workers inherit the environment).
+
+Tables the commands print (`print_table`) take the terminal's width and never cut a value short:
+columns that do not fit go into further tables.
 """
 
 from __future__ import annotations

@@ -596,7 +596,8 @@ def _files(
         status = {
             "state": "pending",
             "text": "written before commit: commit writes manifest.json with these checksums, verifies "
-            "every file against it and publishes nothing if one differs",
+            "every file against it and publishes nothing if one differs; "
+            f"`lookbench-live release verify {data.version}` checks it again",
             "faults": [],
         }
     elif not verify:
