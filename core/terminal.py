@@ -8,6 +8,9 @@ out; `--verbose` (or `LOOKBENCH_VERBOSE=1`) shows all of it, plus Prefect's INFO
 
 Environment variables are set (not overwritten when the user set them) before the libraries
 are imported, so they also reach task runner processes (Dask workers inherit the environment).
+
+Tables the commands print (`print_table`) take the terminal's width and never cut a value short:
+columns that do not fit go into further tables.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import warnings
+from typing import Any
 
 # Libraries' own switches, read when each is imported.
 QUIET_ENV = {
@@ -74,3 +78,71 @@ def configure_terminal(verbose: bool | None = None) -> bool:
     for name in LIBRARY_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR)
     return False
+
+
+def print_table(
+    title: str,
+    headers: list[str],
+    rows: list[list[str]],
+    *,
+    keys: int = 1,
+    groups: list[tuple[str, int]] | None = None,
+    console: Any = None,
+) -> int:
+    """Print `rows` as a table as wide as the terminal (rich's console width: the terminal's, or
+    `COLUMNS`), never cutting a score short.
+
+    The first `keys` columns (model, release) may wrap; the others (scores) never wrap. When they
+    do not all fit, the columns after the keys are printed in several tables, each repeating the
+    key columns, a group of `groups` ((title, column count) over the columns, the first covering
+    the keys) never split unless it alone is too wide. A group title heads its first column.
+    Returns the number of tables printed."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    groups = groups or [("", keys)] + [("", 1)] * (len(headers) - keys)
+    spans, start = [], 0
+    for name, count in groups:
+        spans.append((name, list(range(start, start + count))))
+        start += count
+    key_columns, parts = spans[0][1], spans[1:]
+
+    def build(part: list[tuple[str, list[int]]], caption: str | None) -> Any:
+        table = Table(title=title, caption=caption, title_justify="left")
+        for i in key_columns:
+            # Capped, so one long model name cannot push every score into another table.
+            table.add_column(headers[i], overflow="fold", max_width=max(16, console.width // 3))
+        for name, columns in part:
+            for n, i in enumerate(columns):
+                # The group title heads its first column; the others get blank lines in its place.
+                above = name if n == 0 else "\n" * name.count("\n")
+                head = f"{above}\n{headers[i]}" if name else headers[i]
+                table.add_column(head, justify="right", no_wrap=True)
+        cells = [i for _, columns in part for i in columns]
+        for row in rows:
+            table.add_row(*[row[i] for i in key_columns], *[row[i] for i in cells])
+        return table
+
+    def fits(part: list[tuple[str, list[int]]]) -> bool:
+        # Measured without the console's limit: rich clamps a measurement to the width it is given.
+        wide = console.options.update_width(1_000_000)
+        return console.measure(build(part, None), options=wide).minimum <= console.width
+
+    chunks: list[list[tuple[str, list[int]]]] = []
+    current: list[tuple[str, list[int]]] = []
+    for group in parts:
+        if current and not fits([*current, group]):
+            chunks.append(current)
+            current = []
+        current.append(group)
+    if current or not chunks:
+        chunks.append(current)
+    for n, chunk in enumerate(chunks, start=1):
+        caption = (
+            f"part {n} of {len(chunks)} (the terminal is too narrow for one table)"
+            if len(chunks) > 1
+            else None
+        )
+        console.print(build(chunk, caption))
+    return len(chunks)

@@ -9,4 +9,6 @@ the CLI starts fast):
 - `lookbench_live.evaluation.report.write_report(lake, version, path, *, release_path=None,
   evaluations=None, audit=None, context=None, samples=4) -> str` (never evaluates)
 - `lookbench_live.evaluation.metrics`: the pure metric functions (`retrieve`, `score`).
+- `lookbench_live.evaluation.leaderboard.board_rows(evaluations, *, releases=None, leave_out=())`
+  and `paper_table(rows)`: the leaderboard the `leaderboard` command and the report print.
 """

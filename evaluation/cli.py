@@ -253,48 +253,47 @@ def _evaluate_range(
         _print_gap(out)
 
 
-LEADERBOARD_SQL = """
-SELECT model, release, "after",
-       round(try_cast(list_filter(metrics, lambda m: m.key = 'fine_recall@1')[1].value AS DOUBLE), 2) AS fine_r1,
-       round(try_cast(list_filter(metrics, lambda m: m.key = 'coarse_recall@1')[1].value AS DOUBLE), 2) AS coarse_r1,
-       round(try_cast(list_filter(metrics, lambda m: m.key = 'ndcg@5')[1].value AS DOUBLE), 2) AS ndcg5,
-       round(try_cast(list_filter(metrics, lambda m: m.key = 'mrr')[1].value AS DOUBLE), 2) AS mrr,
-       queries
-FROM evaluations
-WHERE subset = 'overall'
-ORDER BY release DESC, "after", fine_r1 DESC NULLS LAST, model
-"""
-
-
 def leaderboard_rows(lake: Any) -> list[dict[str, Any]]:
-    """Overall scores of every model on every release (newest release first, best Fine R@1 first)."""
-    import duckdb
+    """Every model on every release that is not withdrawn (`evaluation.leaderboard.board_rows`):
+    newest release first, best overall Fine R@1 first."""
+    from lookbench_live.evaluation.leaderboard import board_rows
+    from lookbench_live.warehouse.release import withdrawn_versions
 
-    evaluations = lake.read("evaluations")
-    with duckdb.connect() as con:
-        con.register("evaluations", evaluations)
-        cursor = con.execute(LEADERBOARD_SQL)
-        names = [d[0] for d in cursor.description]
-        rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-    # Newest release first in the one version order (SQL's string order puts v20261201.10
-    # before v20261201.2); a stable sort keeps the SQL's order within a release. A withdrawn
-    # release is not ranked.
-    from lookbench_live.warehouse.release import release_order_key, withdrawn_versions
+    return board_rows(lake.read("evaluations").to_pylist(), leave_out=withdrawn_versions(lake))
 
-    withdrawn = withdrawn_versions(lake)
-    rows = [row for row in rows if row["release"] not in withdrawn]
-    return sorted(rows, key=lambda row: release_order_key(row["release"]), reverse=True)
+
+LAYOUTS = ("paper", "overall")
 
 
 def leaderboard(
-    as_json: Annotated[bool, typer.Option("--json", help="Print rows as JSON.")] = False,
+    layout: Annotated[
+        str,
+        typer.Option(
+            help="paper: per subset Coarse and Fine R@1, overall, and outfit-level Fine R@1 on Real "
+            "StreetLook (the LookBench paper's table); overall: overall Fine/Coarse R@1, nDCG@5, MRR.",
+        ),
+    ] = "paper",
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print rows as JSON (every layout's values in each row).")
+    ] = False,
     home: HomeOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Models across releases, from the lake's `evaluations` table (overall scores, percent)."""
-    from rich.console import Console
-    from rich.table import Table
+    """Models across releases, from the lake's `evaluations` table (percent), as wide as the terminal.
 
+    Examples:
+
+      lookbench-live leaderboard
+
+      lookbench-live leaderboard --layout overall
+
+      lookbench-live leaderboard --json
+    """
+    from lookbench_live.evaluation.leaderboard import overall_table, paper_table
+    from lookbench_live.terminal import print_table
+
+    if layout not in LAYOUTS:
+        raise typer.BadParameter(f"{layout!r} is not one of {', '.join(LAYOUTS)}", param_hint="--layout")
     lake, _ = _lake(home, config)
     rows = leaderboard_rows(lake)
     if as_json:
@@ -303,12 +302,13 @@ def leaderboard(
     if not rows:
         typer.echo("no evaluations yet: run `lookbench-live evaluate latest`")
         return
-    table = Table(title="Leaderboard (overall, percent)")
-    for name in rows[0]:
-        table.add_column(name, justify="left" if name in ("model", "release", "after") else "right")
-    for row in rows:
-        table.add_row(*["–" if v is None else str(v) for v in row.values()])
-    Console().print(table)
+    if layout == "paper":
+        table = paper_table(rows, short=True)
+        title = "Leaderboard: Recall@1 per subset, overall (weighted by queries) and per outfit (percent)"
+    else:
+        table = overall_table(rows)
+        title = "Leaderboard (overall, percent)"
+    print_table(title, table["headers"], table["rows"], keys=table["keys"], groups=table["groups"])
 
 
 def report(

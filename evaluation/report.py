@@ -24,6 +24,7 @@ import datetime as dt
 import io
 import json
 import math
+import posixpath
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from functools import cache
@@ -36,12 +37,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from PIL import Image
 
+from lookbench_live.evaluation import charts
 from lookbench_live.evaluation.baseline import BASELINE_NAME
-from lookbench_live.evaluation.evaluate import EvaluationRun
+from lookbench_live.evaluation.evaluate import EvaluationRun, evaluation_records
+from lookbench_live.evaluation.leaderboard import SUBSET_TITLES, board_rows, paper_table
 from lookbench_live.evaluation.release_data import NOISE, SUBSETS, ReleaseData, iter_images, load_release
 from lookbench_live.schema.release import version_key
 from lookbench_live.warehouse.lake import Lake, atomic_write_bytes
-from lookbench_live.warehouse.release import MANIFEST, current_versions, release_dir
+from lookbench_live.warehouse.release import MANIFEST, current_versions, release_dir, verify_path
 
 THUMB = 96  # px, longest side
 GRID_K = 5
@@ -57,7 +60,9 @@ SHOWN_METRICS = (
     "ndcg@5",
     "mrr",
 )
-LEADERBOARD_METRIC = "fine_recall@1"
+CATEGORY_METRIC = "fine_recall@1"
+MODELS_PER_TABLE = 8  # per-category recall: at most this many model columns in one table
+CARD, CROISSANT = "README.md", "croissant.json"
 COLUMNS = ["category", "main_attribute", "source", "first_seen_at", "attributes", "taxonomy_version"]
 
 Row = list[Any]
@@ -181,16 +186,9 @@ def _drift(current: Counter[str], previous: Counter[str] | None) -> tuple[list[R
     return rows, (tv if previous is not None else None)
 
 
-def _histogram(moments: Sequence[dt.datetime], bins: int = HISTOGRAM_BINS) -> dict[str, Any] | None:
-    """Counts of `first_seen_at` in equal bins between its extremes (what the SVG macro draws)."""
-    if not moments:
-        return None
-    lo, hi = min(moments), max(moments)
-    span = max((hi - lo).total_seconds(), 1.0)
-    counts = [0] * bins
-    for m in moments:
-        counts[min(bins - 1, int((m - lo).total_seconds() / span * bins))] += 1
-    return {"counts": counts, "top": max(counts), "lo": _day(lo), "hi": _day(hi)}
+def _histogram(moments: Sequence[dt.datetime], label: str = "first_seen_at histogram") -> Any:
+    """The SVG histogram of `first_seen_at` (rows per day; `charts.histogram`), or None."""
+    return charts.histogram(moments, label=label)
 
 
 def _freshness(moments: Sequence[dt.datetime]) -> dict[str, Any]:
@@ -214,11 +212,21 @@ def _counts(tables: Mapping[str, pa.Table]) -> dict[str, Any]:
     for name, table in tables.items():
         for cat in _column(table, "category"):
             per_cat[cat or "(none)"][name] += 1
-    names = [n for n in (f"{s}/{p}" for s in (*SUBSETS, NOISE) for p in ("query", "gallery")) if n in tables]
+    # One column per subset ("queries / gallery"), not one per file: the table stays narrow.
+    present = [s for s in (*SUBSETS, NOISE) if any(n.startswith(f"{s}/") for n in tables)]
+
+    def cell(counts: Counter[str], subset: str) -> str:
+        if subset == NOISE:
+            return str(counts.get(f"{NOISE}/gallery", 0) or "")
+        q, g = counts.get(f"{subset}/query", 0), counts.get(f"{subset}/gallery", 0)
+        return f"{q} / {g}" if q or g else ""
+
     cat_rows = [
-        [cat, *[per_cat[cat].get(n, 0) for n in names], sum(per_cat[cat].values())] for cat in sorted(per_cat)
+        [cat, *[cell(per_cat[cat], s) for s in present], sum(per_cat[cat].values())]
+        for cat in sorted(per_cat)
     ]
-    return {"subsets": rows, "category_headers": ["category", *names, "total"], "categories": cat_rows}
+    headers = ["category", *[f"{s} (gallery)" if s == NOISE else f"{s} (queries / gallery)" for s in present]]
+    return {"subsets": rows, "category_headers": [*headers, "total"], "categories": cat_rows}
 
 
 def _changes(
@@ -257,8 +265,8 @@ def _changes(
         "newer_rows": newer,
         "newer_share": f"{100 * newer / len(moments):.1f}%" if moments else "–",
         "previous_latest": _day(prev_latest),
-        "histogram": _histogram(moments),
-        "previous_histogram": _histogram(prev_moments),
+        "histogram": _histogram(moments, "first_seen_at of this release"),
+        "previous_histogram": _histogram(prev_moments, f"first_seen_at of {prev_name}"),
     }
 
 
@@ -450,25 +458,188 @@ def _evaluation(version: str, results: Sequence[Mapping[str, Any]], stored: pa.T
     return rows
 
 
-def _leaderboard(
+def _records(results: Sequence[Mapping[str, Any]], stored: pa.Table) -> list[dict[str, Any]]:
+    """`evaluations` records: the table's, with this report's results in place of the same
+    (release, model, subset, after)."""
+    merged: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    for row in stored.to_pylist():
+        merged[(row["release"], row["model"], row["subset"], row["after"] or "")] = row
+    for result in results:
+        for record in evaluation_records(dict(result)):
+            row = record.model_dump()
+            merged[(row["release"], row["model"], row["subset"], row["after"] or "")] = row
+    return list(merged.values())
+
+
+def _legend(models: Sequence[str]) -> list[dict[str, Any]]:
+    return [{"name": m, "colour": charts.colour(i), "hollow": charts.hollow(i)} for i, m in enumerate(models)]
+
+
+def _scores(
     lake: Lake, version: str, results: Sequence[Mapping[str, Any]], stored: pa.Table
 ) -> dict[str, Any]:
-    """Models × releases: overall `LEADERBOARD_METRIC` (all queries, no `--after`) of each committed
-    release up to this one, from the `evaluations` table, this release's runs taking precedence."""
+    """The leaderboard in the paper's layout (all queries, no `--after`) over the committed
+    releases up to this one, this report's runs taking precedence; the chart of this release's
+    Fine R@1 per subset and model; each model's overall Fine R@1 across releases."""
     releases = [v for v in current_versions(lake) if version_key(v) < version_key(version)] + [version]
-    scores: dict[str, dict[str, str]] = defaultdict(dict)
-    for row in stored.to_pylist():
-        if row["subset"] != "overall" or row["after"] or row["release"] not in releases:
+    rows = [r for r in board_rows(_records(results, stored), releases=releases) if not r["after"]]
+    # One colour per model in every chart: the models of this release first, best first.
+    models = list(
+        dict.fromkeys(
+            [r["model"] for r in rows if r["release"] == version] + sorted({r["model"] for r in rows})
+        )
+    )
+    current = [r for r in rows if r["release"] == version]
+    groups = [*SUBSETS, "overall"]
+    titles = {**SUBSET_TITLES, "overall": "Overall"}
+    per_subset: dict[tuple[str, str], float | None] = {}
+    for r in current:
+        for subset in SUBSETS:
+            per_subset[(r["model"], subset)] = (r["subsets"].get(subset) or {}).get("fine_r1")
+        per_subset[(r["model"], "overall")] = r["fine_r1"]
+    shown = [v for v in releases if any(r["release"] == v for r in rows)]
+    across = {(r["model"], r["release"]): r["fine_r1"] for r in rows}
+    current_models = [m for m in models if any(r["model"] == m for r in current)]
+    index = {m: i for i, m in enumerate(models)}
+    return {
+        "table": paper_table(rows),
+        "legend": _legend(models),
+        "subset_chart": charts.grouped_bars(
+            groups,
+            current_models,
+            per_subset,
+            label=f"Fine Recall@1 per subset and model, {version}",
+            group_titles=titles,
+            index=index,
+        )
+        if current
+        else None,
+        "release_chart": charts.lines(
+            shown, models, across, label="Overall Fine Recall@1 of each model across releases", index=index
+        )
+        if rows
+        else None,
+        "releases": shown,
+    }
+
+
+def _per_category(runs: Sequence[EvaluationRun], models: Sequence[str]) -> dict[str, Any] | None:
+    """Fine Recall@1 per query category (all subsets pooled) of each run over all queries: a dot
+    plot and tables of at most `MODELS_PER_TABLE` models each (wrapped, never wider than the page)."""
+    runs = [r for r in runs if r.after is None]
+    if not runs:
+        return None
+    hits: dict[tuple[str, str], list[float]] = defaultdict(list)
+    queries: Counter[str] = Counter()
+    seen_models: list[str] = []
+    for run in runs:
+        if run.model in seen_models:
             continue
-        metrics = {kv["key"]: kv["value"] for kv in row["metrics"] or []}
-        if LEADERBOARD_METRIC in metrics:
-            scores[row["model"]][row["release"]] = _pct(metrics[LEADERBOARD_METRIC])
-    for result in results:
-        if not result.get("after"):
-            scores[result["model"]][version] = _pct(result["overall"].get(LEADERBOARD_METRIC))
-    shown = [r for r in releases if any(r in by_release for by_release in scores.values())]
-    rows = [[model, *[scores[model].get(r, "–") for r in shown]] for model in sorted(scores)]
-    return {"metric": LEADERBOARD_METRIC, "headers": ["model", *shown], "rows": rows}
+        seen_models.append(run.model)
+        counted = len(seen_models) == 1
+        for sub in run.subsets.values():
+            if not len(sub.query_sha):
+                continue
+            categories = sub.query_rows.column("category").to_pylist()
+            for cat, hit in zip(categories, sub.per_query[CATEGORY_METRIC].tolist(), strict=True):
+                key = cat or "(none)"
+                hits[(run.model, key)].append(float(hit))
+                if counted:
+                    queries[key] += 1
+    order = sorted(queries, key=lambda c: (-queries[c], c))
+    ordered_models = [m for m in models if m in seen_models] + [m for m in seen_models if m not in models]
+    values = {k: 100.0 * sum(v) / len(v) for k, v in hits.items() if v}
+    tables = []
+    for start in range(0, len(ordered_models), MODELS_PER_TABLE):
+        chunk = ordered_models[start : start + MODELS_PER_TABLE]
+        tables.append(
+            {
+                "headers": ["category", "queries", *chunk],
+                "rows": [[c, queries[c], *[_pct(values.get((m, c))) for m in chunk]] for c in order],
+            }
+        )
+    return {
+        "chart": charts.dot_plot(
+            order,
+            ordered_models,
+            values,
+            label="Fine Recall@1 per category and model",
+            notes={c: f"{queries[c]} queries" for c in order},
+            index={m: i for i, m in enumerate(models)},
+        ),
+        "tables": tables,
+        "models": ordered_models,
+    }
+
+
+def _files(
+    lake: Lake, data: ReleaseData, report_path: str, files: Mapping[str, Any] | None, verify: bool
+) -> dict[str, Any]:
+    """Links to the release's card, manifest and Croissant file (relative to the report, so they
+    work wherever the lake is opened or served), the checksums and whether they verify, and the
+    lines that load and score the release."""
+    here = report_path.rsplit("/", 1)[0]
+    committed = bool(data.manifest)  # a staging folder has no manifest until commit
+    final = release_dir(lake, data.version) if committed else data.base
+    # A report in a staging folder moves with it at commit: its links stay relative to it.
+    base = data.base if here == data.base.rstrip("/") else final
+
+    def link(rel: str) -> str:
+        return posixpath.relpath(f"{base}/{rel}", here)
+
+    listed: Mapping[str, Any] = (data.manifest or {}).get("files") or files or {}
+    checksums = [
+        [rel, link(rel), entry.get("rows", ""), entry.get("size", ""), entry.get("sha256", "")]
+        for rel, entry in sorted(listed.items())
+    ]
+    if not committed:
+        status = {
+            "state": "pending",
+            "text": "written before commit: commit writes manifest.json with these checksums, verifies "
+            "every file against it and publishes nothing if one differs; "
+            f"`lookbench-live release verify {data.version}` checks it again",
+            "faults": [],
+        }
+    elif not verify:
+        status = {"state": "pending", "text": "not checked when this report was written", "faults": []}
+    else:
+        faults = verify_path(lake, data.base)
+        status = {
+            "state": "failed" if faults else "ok",
+            "text": (
+                f"{len(faults)} fault(s) when this report was written"
+                if faults
+                else "every file matches manifest.json (sha256, size, rows) and every row's image "
+                "bytes match its sha256, checked when this report was written"
+            ),
+            "faults": faults[:10],
+        }
+    links: list[dict[str, Any]] = [
+        {"name": CARD, "what": "dataset card (Hugging Face configs, columns, terms)"},
+        {"name": MANIFEST, "what": "manifest: every file's sha256, size and rows (written at commit)"},
+        {"name": CROISSANT, "what": "Croissant 1.1 metadata"},
+    ]
+    for entry in links:
+        entry["href"] = link(entry["name"])
+        # The manifest of a staging folder is written at commit, after this report.
+        entry["present"] = (entry["name"] == MANIFEST and not committed) or lake.fs.exists(
+            f"{data.base}/{entry['name']}"
+        )
+    location = lake.url(*release_dir(lake, data.version)[len(lake.root.rstrip("/")) + 1 :].split("/"))
+    snippet = "\n".join(
+        [
+            "# Python: one config per subset (real_studio_flat, aigen_studio, real_streetlook,",
+            "# aigen_streetlook, noise); splits query and gallery (noise: gallery only)",
+            "from datasets import load_dataset",
+            f'ds = load_dataset("{location}", "real_studio_flat")',
+            'query, gallery = ds["query"], ds["gallery"]',
+            "",
+            "# Shell: score a model on this release (it is verified first)",
+            f"lookbench-live evaluate {data.version} --model MODEL_ID_OR_FOLDER --json",
+            f"lookbench-live evaluate {data.version} --embeddings my_model.parquet --model my-model",
+        ]
+    )
+    return {"links": links, "checksums": checksums, "status": status, "snippet": snippet}
 
 
 def _grids(
@@ -568,8 +739,11 @@ def render_report(
     context: Mapping[str, Any] | None = None,
     samples: int = 4,
     now: dt.datetime | None = None,
+    path: str | None = None,
+    verify: bool = True,
 ) -> str:
-    """The report's HTML text (see `write_report`)."""
+    """The report's HTML text (see `write_report`). `path`: where it will be written (its links
+    are relative to it; default: `default_report_path`, or the staging folder's report.html)."""
     now = now or dt.datetime.now(dt.UTC)
     context = context or {}
     evaluations = list(evaluations or ())
@@ -589,6 +763,10 @@ def render_report(
     ]
     results = _results(evaluations)
     stored = lake.read("evaluations")
+    scores = _scores(lake, data.version, results, stored)
+    runs = _runs(evaluations, context)
+    if path is None:
+        path = f"{data.base}/{REPORT_NAME}" if release_path else default_report_path(lake, data.version)
     page = {
         "version": data.version,
         "facts": [(k, v) for k, v in facts if v],
@@ -596,8 +774,10 @@ def render_report(
         "counts": _counts(tables),
         "changes": _changes(tables, previous, prev_name),
         "evaluation": {"metrics": SHOWN_METRICS, "rows": _evaluation(data.version, results, stored)},
-        "leaderboard": _leaderboard(lake, data.version, results, stored),
-        "grids": _grids(lake, data, _runs(evaluations, context), samples),
+        "leaderboard": scores,
+        "categories": _per_category(runs, [m["name"] for m in scores["legend"]]),
+        "files": _files(lake, data, path, context.get("files"), verify),
+        "grids": _grids(lake, data, runs, samples),
         "previous": prev_name,
         "attributes": _attributes(
             _attribute_shares(tables), _attribute_shares(previous) if previous is not None else None
@@ -642,6 +822,7 @@ def write_report(
         audit=audit,
         context=context,
         samples=samples,
+        path=path,
     )
     parent = path.rsplit("/", 1)[0]
     if parent and parent != path:

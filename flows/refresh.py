@@ -410,6 +410,7 @@ def report(run: Run) -> Run:
         "previous_version": previous[0] if previous else None,
         "baseline_run": run.evaluation_runs[0] if run.evaluation_runs else None,
         "evaluation_failures": run.evaluation_failures,
+        "files": dict(run.staged.files),  # the checksums commit will list (the manifest is not written yet)
     }
     audit = run.audit or {"status": "skipped", "reason": "audit stage not selected"}
     run.report = report_mod.write_report(
@@ -417,7 +418,8 @@ def report(run: Run) -> Run:
         run.spec.version,
         f"{run.staged.path}/report.html",
         release_path=run.staged.path,
-        evaluations=run.evaluations,
+        # The runs, not only their results: the report's per-category recall needs each query's hits.
+        evaluations=run.evaluation_runs or run.evaluations,
         audit=audit,
         context=context,
     )

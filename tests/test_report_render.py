@@ -128,6 +128,19 @@ def _section(text: str, name: str) -> str:
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", match.group(1))).split())
 
 
+def _table_rows(text: str, cls: str) -> list[list[str]]:
+    """The body rows of the first `<table class="cls">`, as cell texts."""
+    match = re.search(rf'<table class="{cls}">.*?<tbody>(.*?)</tbody>', text, re.S)
+    assert match, cls
+    return [
+        [
+            html.unescape(re.sub(r"<[^>]+>", "", cell)).strip()
+            for cell in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)
+        ]
+        for tr in re.findall(r"<tr>(.*?)</tr>", match.group(1), re.S)
+    ]
+
+
 def test_changes_since_the_previous_release_leaderboard_and_run_outcomes(report_lake, monkeypatch):
     lake, v3 = report_lake, "v20261201"
     rows = sample_rows()
@@ -165,9 +178,12 @@ def test_changes_since_the_previous_release_leaderboard_and_run_outcomes(report_
     # Freshness: the 9 boutique rows are newer than anything of V2 (first seen up to T0 + 20 days).
     latest = T0 + dt.timedelta(days=20)
     assert f"9 rows (25.0%) first seen after the latest row of {V2} ({latest:%Y-%m-%d})" in changes
-    board = _section(text, "leaderboard")
-    assert f"model {V1} {V2} {v3} baseline:hsv-hog-v1" in board
-    assert len(re.findall(r"\d+\.\d\d", board)) == 3  # one score per release
+    # The paper's layout: one row per model and release, newest release first, 10 scores a row
+    # (coarse and fine per subset and overall), then the outfit score (a dash where none).
+    board = _table_rows(text, "board")
+    assert [row[:2] for row in board] == [["baseline:hsv-hog-v1", v] for v in (v3, V2, V1)]
+    assert all(len(row) == 13 and re.fullmatch(r"–|\d+\.\d\d", row[-1]) for row in board)
+    assert all(re.fullmatch(r"\d+\.\d\d", cell) for row in board for cell in row[2:-1])
     outcomes = _section(text, "run")
     assert "Release gate (content check and judge audit): failed (accuracy 0.70 < 0.80)" in outcomes
     assert "Sites that failed: <b>atelier</b>" in outcomes and "connection refused" in outcomes
