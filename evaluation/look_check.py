@@ -34,33 +34,39 @@ from lookbench_live.warehouse.lake import Lake
 CHECK: Final = "conditioned_look"
 BACKDROP_TOLERANCE = 24  # a pixel this far (max over RGB) from the border's median colour is foreground
 MIN_FOREGROUND = 0.02  # under this share of the image the whole image is used
+SIDE = 320  # both sides are compared at this longer side at most (embedders take 64-336 px)
+
+
+def _bytes(image: Image.Image) -> bytes:
+    out = io.BytesIO()
+    image.save(out, "BMP")  # lossless and fast: these bytes only go to the embedder
+    return out.getvalue()
 
 
 def foreground(data: bytes) -> bytes:
-    """PNG bytes of the box around the pixels that differ from the backdrop (the median colour of
-    the image's outermost pixels); the image itself when almost nothing differs."""
+    """Image bytes of the box around the pixels that differ from the backdrop (the median colour
+    of the image's outermost pixels), at most `SIDE` px; the whole image when almost nothing
+    differs."""
     with Image.open(io.BytesIO(data)) as img:
+        img.draft("RGB", (SIDE, SIDE))
         rgb = img.convert("RGB")
+    if max(rgb.size) > SIDE:
+        rgb.thumbnail((SIDE, SIDE), Image.Resampling.BOX)
     pixels = np.asarray(rgb, dtype=np.int16)
     border = np.concatenate([pixels[0], pixels[-1], pixels[:, 0], pixels[:, -1]])
     backdrop = np.median(border, axis=0)
     differs = np.abs(pixels - backdrop).max(axis=2) > BACKDROP_TOLERANCE
     ys, xs = np.nonzero(differs)
     if len(xs) < MIN_FOREGROUND * differs.size:
-        return data
-    out = io.BytesIO()
-    rgb.crop((int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1)).save(out, "PNG")
-    return out.getvalue()
+        return _bytes(rgb)
+    return _bytes(rgb.crop((int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1)))
 
 
 def crop(data: bytes, bbox: str) -> bytes:
-    """PNG bytes of the box "x0,y0,x1,y1" of `data`."""
+    """Image bytes of the box "x0,y0,x1,y1" of `data`."""
     x0, y0, x1, y1 = (int(v) for v in bbox.split(","))
     with Image.open(io.BytesIO(data)) as img:
-        region = img.convert("RGB").crop((x0, y0, x1, y1))
-    out = io.BytesIO()
-    region.save(out, "PNG")
-    return out.getvalue()
+        return _bytes(img.convert("RGB").crop((x0, y0, x1, y1)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,14 +4,15 @@
 function taking the run's state and returning it:
 
     crawl -> ingest -> dedup -> annotate -> generate -> dedup -> annotate
-          -> stage -> check -> audit -> labels -> evaluate -> report -> commit -> summary
+          -> evidence -> stage -> check -> audit -> labels -> evaluate -> report -> commit -> summary
 
 Real products are deduplicated and annotated before generation so that image-conditioned
 AIGen queries start from annotated gallery products; the second dedup and annotate passes
 take only what generation added (every stage skips what the lake already holds). `stage`
 writes the release to a staging folder; `check` holds back a release with an empty subset or
 far fewer queries than the last one (X8); audit reads that folder, then `labels` stages again
-with the label rules (the judge's verdicts act on what is published; `warehouse/labels.py`)
+with the label rules (the judge's verdicts and the `evidence` step's checks act on what is
+published; `warehouse/labels.py`)
 and checks again; evaluate and report read the new folder (the
 evaluation runs once; the report is given its results); `commit` writes the manifest and
 makes the release visible, `LATEST` last.

@@ -425,7 +425,7 @@ def _evidence_lines(evidence: dict[str, Any] | None) -> list[str]:
     ]
     category = evidence.get("generated_category") or {}
     if category.get("ran") is False:
-        lines.append(f"- Generated images: the VLM category check did not run ({category.get('note')}).")
+        lines.append(f"- Generated images: the VLM category check did not run: {category.get('note')}.")
     elif category:
         lines.append(
             "- Generated images: each was checked by the VLM for its requested category "
