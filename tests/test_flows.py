@@ -85,13 +85,17 @@ def test_main_job_builds_a_verified_release_with_report_and_evaluation(reference
         gallery = pq.read_table(base / subset / "gallery.parquet", columns=["item_ID", "source"]).to_pylist()
         real = [q for q in queries if not q["item_ID"].startswith("aigen:")]
         if not real:
-            # The tiny random pipeline depicts nothing: its conditioned looks fail the
-            # conditioned-look check and are held back with the reason (docs/release.md, "Label rules").
-            held = [
-                r for r in Lake(reference).read("rejections").to_pylist()
-                if r["reason"] == "conditioned_look_mismatch" and r["detail"].startswith(f"{subset}/query")
-            ]  # fmt: skip
-            assert held, f"{subset} has no query of a real product, and none was held back"
+            # The tiny random pipeline depicts nothing: its conditioned looks (a studio image, a
+            # street scene's garment box) fail the conditioned-look check and are held back with
+            # the reason (docs/release.md, "Label rules").
+            lake = Lake(reference)
+            failed = {
+                (r["bbox"] != "") for r in lake.read("evidence_checks").to_pylist()
+                if r["check"] == "conditioned_look" and r["status"] == "fail"
+            }  # fmt: skip
+            assert failed == {True, False}, f"{subset} has no query of a real product and no failed look"
+            reasons = {r["reason"] for r in lake.read("rejections").to_pylist()}
+            assert "conditioned_look_mismatch" in reasons
         for query in real:
             provenance = json.loads(query["provenance"])
             assert query["item_ID"] in {c["product_key"] for c in provenance["conditioning"]}
