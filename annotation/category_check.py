@@ -201,8 +201,15 @@ class _Checker:
         return row
 
     async def run(self, todo: list[tuple[Target, int]]) -> list[EvidenceCheck]:
+        # As many images prepared at once as can be in flight: never every data URL in memory.
+        slots = asyncio.Semaphore(self.settings.concurrency * len(self.settings.endpoints))
+
+        async def bounded(target: Target, attempt: int) -> EvidenceCheck | None:
+            async with slots:
+                return await self.one(target, attempt)
+
         try:
-            done = await asyncio.gather(*(self.one(t, attempt) for t, attempt in todo))
+            done = await asyncio.gather(*(bounded(t, attempt) for t, attempt in todo))
         finally:
             await self.endpoint.close()
         return [row for row in done if row is not None]

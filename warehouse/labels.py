@@ -29,6 +29,7 @@ release records in `rejections`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -131,7 +132,7 @@ class LabelRules:
 
     def _evidence(self, row: Mapping[str, Any]) -> str | None:
         """The evidence reason that holds a generated row back, or None."""
-        if '"kind":"generation"' not in (row.get("provenance") or ""):
+        if json.loads(row.get("provenance") or "{}").get("kind") != "generation":
             return None  # product photos: neither generated nor conditioned
         sha, bbox = row_key(row["raw_sha256"], row.get("bbox"))
         category = self.evidence.get((sha, bbox, "generated_category"))
