@@ -34,6 +34,7 @@ from lookbench_live.annotation.endpoint import (
     Usage,
     with_retries,
 )
+from lookbench_live.config import AnnotationSettings, secret
 
 log = logging.getLogger(__name__)
 
@@ -206,3 +207,31 @@ class EndpointPool(Completes):
     def _any_up(self) -> bool:
         now = time.monotonic()
         return any(m.up(now) for m in self.members)
+
+
+def pool_for(settings: AnnotationSettings) -> EndpointPool:
+    """The pool over every configured VLM endpoint, with the run's caps (`annotation.*`)."""
+    api_key = secret(settings.api_key_env)
+    # `concurrency` is per endpoint: each server gets as many requests at once as one did.
+    return EndpointPool(
+        [
+            ChatEndpoint(
+                base_url=url,
+                model=settings.model,
+                api_key=api_key,
+                timeout=settings.timeout,
+                max_retries=settings.max_retries,
+                concurrency=settings.concurrency,
+                retry_base_delay=settings.retry_base_delay,
+                retry_max_delay=settings.retry_max_delay,
+                max_retry_after=settings.max_retry_after,
+            )
+            for url in settings.endpoints
+        ],
+        max_requests=settings.max_requests_per_run,
+        max_cost_usd=settings.max_cost_usd,
+        prompt_price_per_mtok=settings.prompt_price_per_mtok,
+        completion_price_per_mtok=settings.completion_price_per_mtok,
+        cooloff=settings.endpoint_cooloff,
+        drain_after=settings.endpoint_drain_after,
+    )

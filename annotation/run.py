@@ -46,13 +46,12 @@ from lookbench_live.annotation.annotator import (
 )
 from lookbench_live.annotation.endpoint import (
     BudgetExhausted,
-    ChatEndpoint,
     EndpointRefused,
     EndpointUnavailable,
     RequestFailed,
 )
 from lookbench_live.annotation.hotspots import parse_hotspots
-from lookbench_live.annotation.pool import EndpointPool
+from lookbench_live.annotation.pool import pool_for
 from lookbench_live.annotation.prior import (
     PRIOR_MODEL,
     PRIOR_VERSION,
@@ -63,7 +62,7 @@ from lookbench_live.annotation.prior import (
 )
 from lookbench_live.annotation.product_box import ProductBox, pick_product_box
 from lookbench_live.annotation.prompts import prompt_version
-from lookbench_live.config import AnnotationSettings, secret
+from lookbench_live.config import AnnotationSettings
 from lookbench_live.schema.records import (
     BOX_NOT_LOCATED,
     Annotation,
@@ -454,30 +453,7 @@ class VLMRun:
         self.result = result
         self.sink = sink
         self.stored = stored
-        api_key = secret(settings.api_key_env)
-        # `concurrency` is per endpoint: each server gets as many requests at once as one did.
-        self.endpoint = EndpointPool(
-            [
-                ChatEndpoint(
-                    base_url=url,
-                    model=settings.model,
-                    api_key=api_key,
-                    timeout=settings.timeout,
-                    max_retries=settings.max_retries,
-                    concurrency=settings.concurrency,
-                    retry_base_delay=settings.retry_base_delay,
-                    retry_max_delay=settings.retry_max_delay,
-                    max_retry_after=settings.max_retry_after,
-                )
-                for url in settings.endpoints
-            ],
-            max_requests=settings.max_requests_per_run,
-            max_cost_usd=settings.max_cost_usd,
-            prompt_price_per_mtok=settings.prompt_price_per_mtok,
-            completion_price_per_mtok=settings.completion_price_per_mtok,
-            cooloff=settings.endpoint_cooloff,
-            drain_after=settings.endpoint_drain_after,
-        )
+        self.endpoint = pool_for(settings)
         self.annotator = VLMAnnotator(
             self.endpoint, taxonomy, prompt_version=result.prompt_version, max_tokens=settings.max_tokens
         )

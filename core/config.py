@@ -25,6 +25,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 
@@ -387,6 +388,47 @@ class ReleaseSettings(Section):
         return value
 
 
+# The evidence checks' calibrated thresholds (`bench/evidence_thresholds.py`, docs/release.md "Label
+# rules"): chosen on the calibration split of `lookbench_live.testing.evidence_calibration`.
+STUDIO_MIN_FLAT_BORDER = 0.7836
+BASELINE_LOOK_MIN_SIMILARITY = 0.8187
+
+
+class EvidenceSettings(Section):
+    """What a release row must be shown to be (issue 22 §4 phase B; docs/release.md "Label rules")."""
+
+    # A RealStudioFlat query must be a studio or flat-lay photo: this share of its border ring
+    # locally flat at least (`warehouse/photo_type.py`); a photo under it stays a gallery photo.
+    studio_min_flat_border: float = Field(default=STUDIO_MIN_FLAT_BORDER, ge=0, le=1)
+    # Each generated image (and composed garment crop) is asked of the annotation VLM: which
+    # category does it show? Runs only when a VLM is configured (`annotation.base_url(s)`).
+    generated_category_check: bool = True
+    # A conditioned look is compared with its product's photos by this embedder (an
+    # `evaluation.models` spec, or "baseline", the weight-free one) ...
+    conditioned_embedder: str = "baseline"
+    # ... and held back under this cosine. None: the baseline's calibrated value; another embedder
+    # needs its own, calibrated with `bench/evidence_thresholds.py --embedder MODEL`.
+    conditioned_min_similarity: float | None = Field(default=None, ge=-1, le=1)
+
+    @model_validator(mode="after")
+    def _threshold_for_embedder(self) -> EvidenceSettings:
+        if self.conditioned_min_similarity is None and self.conditioned_embedder not in (
+            "baseline",
+            "baseline:hsv-hog-v1",
+        ):
+            raise ValueError(
+                "evidence.conditioned_min_similarity is required with an embedder other than the baseline "
+                "(calibrate it with bench/evidence_thresholds.py --embedder MODEL)"
+            )
+        return self
+
+    @property
+    def look_threshold(self) -> float:
+        if self.conditioned_min_similarity is not None:
+            return self.conditioned_min_similarity
+        return BASELINE_LOOK_MIN_SIMILARITY
+
+
 # A DuckDB size: a number and a unit (`2GiB`, `512MB`), handed to DuckDB as a setting, never as SQL.
 _SIZE = re.compile(r"\d+(\.\d+)?\s*(B|[KMGT]i?B)", re.IGNORECASE)
 
@@ -445,6 +487,7 @@ class Settings(Section):
     annotation: AnnotationSettings = AnnotationSettings()
     judge: JudgeSettings = JudgeSettings()
     release: ReleaseSettings = ReleaseSettings()
+    evidence: EvidenceSettings = EvidenceSettings()
     query: QuerySettings = QuerySettings()
     evaluation: EvaluationSettings = EvaluationSettings()
     flows: FlowSettings = FlowSettings()

@@ -4,14 +4,15 @@
 function taking the run's state and returning it:
 
     crawl -> ingest -> dedup -> annotate -> generate -> dedup -> annotate
-          -> stage -> check -> audit -> labels -> evaluate -> report -> commit -> summary
+          -> evidence -> stage -> check -> audit -> labels -> evaluate -> report -> commit -> summary
 
 Real products are deduplicated and annotated before generation so that image-conditioned
 AIGen queries start from annotated gallery products; the second dedup and annotate passes
 take only what generation added (every stage skips what the lake already holds). `stage`
 writes the release to a staging folder; `check` holds back a release with an empty subset or
 far fewer queries than the last one (X8); audit reads that folder, then `labels` stages again
-with the label rules (the judge's verdicts act on what is published; `warehouse/labels.py`)
+with the label rules (the judge's verdicts and the `evidence` step's checks act on what is
+published; `warehouse/labels.py`)
 and checks again; evaluate and report read the new folder (the
 evaluation runs once; the report is given its results); `commit` writes the manifest and
 makes the release visible, `LATEST` last.
@@ -38,6 +39,7 @@ from lookbench_live.warehouse.assemble import Window
 from lookbench_live.warehouse.freshness import default_window, upgrade_lake
 from lookbench_live.warehouse.labels import LabelRules
 from lookbench_live.warehouse.lake import Lake, LakeError
+from lookbench_live.warehouse.photo_type import PhotoTypeRule
 from lookbench_live.warehouse.release import (
     BuildResult,
     ReleaseError,
@@ -161,6 +163,12 @@ def annotate_aigen(run: Run) -> Run:
     return run
 
 
+def evidence(run: Run) -> Run:
+    """Check what generated rows will claim: the VLM's category, the conditioned look's product."""
+    run.summary["stages"]["evidence"] = stages.evidence(run.spec)
+    return run
+
+
 # ---------------------------------------------------------------------- the release
 def stage(run: Run, labels: LabelRules | None = None) -> Run:
     """Assemble the window's release into a staging folder; a finished release skips the rest."""
@@ -182,6 +190,7 @@ def stage(run: Run, labels: LabelRules | None = None) -> Run:
             run_id=spec.run_key,
             radius=settings.dedup.radius,
             contact=settings.contact,
+            photo_type=PhotoTypeRule(settings.evidence.studio_min_flat_border),
         )
     except ReleaseExists:
         # Committed, but the run died before its ledger marker: the work is done.
@@ -263,8 +272,13 @@ def relabel(run: Run) -> Run:
         return run
     first = run.staged
     judge = run.settings.judge
+    vlm_checks = bool(run.settings.annotation.endpoints) and run.settings.evidence.generated_category_check
     rules = LabelRules.from_lake(
-        run.lake, on_wrong_main_attribute=judge.on_wrong_main_attribute, judge_model=judge.model
+        run.lake,
+        on_wrong_main_attribute=judge.on_wrong_main_attribute,
+        judge_model=judge.model,
+        require_generated_category=vlm_checks,
+        generated_category_note=None if vlm_checks else _category_check_note(run.settings),
     )
     stage(run, rules)
     if run.staged is not first and run.lake.fs.exists(first.path):
@@ -278,6 +292,12 @@ def relabel(run: Run) -> Run:
         reason = earlier if run.gate["reason"] in earlier else f"{run.gate['reason']}; {earlier}"
         run.gate = {"passed": False, "reason": reason}
     return run
+
+
+def _category_check_note(settings: Settings) -> str:
+    if not settings.annotation.endpoints:
+        return "no VLM configured (prior mode)"
+    return "evidence.generated_category_check is off"
 
 
 def audit_staging(lake: Lake, settings: Settings, staging: str, run_key: str) -> dict[str, Any]:
@@ -513,6 +533,7 @@ PIPELINE: tuple[tuple[str, Step, frozenset[str]], ...] = (
     ("generate", generate, frozenset({"generate"})),
     ("dedup", dedup_aigen, frozenset({"generate"})),
     ("annotate", annotate_aigen, frozenset({"generate"})),
+    ("evidence", evidence, frozenset({"release"})),
     ("stage", stage, frozenset({"release"})),
     ("check", check, frozenset({"release"})),
     ("audit", audit, frozenset({"audit"})),

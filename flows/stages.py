@@ -301,6 +301,26 @@ def annotate_shard(spec: RunSpec, label: str, index: int, count: int) -> dict[st
     return {"pass": label, "shard": f"{index}/{count}", **_summary(result)}
 
 
+@task(name="evidence")
+def evidence(spec: RunSpec) -> dict[str, Any]:
+    """The evidence checks on generated images (issue 22 §4 phase B): the VLM's category check
+    (with a VLM configured) and the conditioned-look embedding check; the label rules act on them."""
+    settings, lake = _context(spec)
+    from lookbench_live.annotation.category_check import run_category_check
+    from lookbench_live.evaluation.look_check import run_look_check
+    from lookbench_live.schema.taxonomy import default_taxonomy
+
+    category = run_category_check(
+        lake,
+        settings.annotation,
+        default_taxonomy(),
+        spec.run_key,
+        enabled=settings.evidence.generated_category_check,
+    )
+    look = run_look_check(lake, settings.evidence, spec.run_key)
+    return {"generated_category": _summary(category), "conditioned_look": _summary(look)}
+
+
 def annotation_shards(spec: RunSpec) -> int:
     """How many annotation tasks a pass submits: `annotation.shards` with a VLM, else 1 (the
     metadata prior is a few ms an image; a task each would cost more than it saves)."""

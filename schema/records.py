@@ -280,6 +280,15 @@ class Generation(Record):
     seconds: float | None = None  # wall time of the batch, divided by its size
     cpu_threads: int | None = None  # torch threads when device is cpu (CPU results depend on it)
 
+    def conditioning(self) -> list[dict[str, Any]]:
+        """Every conditioning photo, [{"product_key", "sha256"}] in prompt order. Rows written before
+        `conditioning_json` existed (img2img only) name their one product in `conditioned_on*`."""
+        if self.conditioning_json:
+            return list(json.loads(self.conditioning_json))
+        if self.conditioned_on:
+            return [{"product_key": self.conditioned_on, "sha256": self.conditioned_on_sha256}]
+        return []
+
 
 class DedupDecision(Record):
     """Kept, or dropped with the reason, the image it matched and the Hamming distance."""
@@ -373,6 +382,75 @@ class Audit(Record):
     attempt: int = 0
 
 
+# Reason codes of the evidence checks (issue 22 §4 phase B; docs/release.md, "Label rules"): a
+# generated image that does not show the requested category, a conditioned look that does not show
+# its product, a RealStudioFlat candidate query that is not a studio or flat-lay photo.
+GENERATED_CATEGORY_MISMATCH = "generated_category_mismatch"
+GENERATED_CATEGORY_UNCHECKED = "generated_category_unchecked"
+CONDITIONED_LOOK_MISMATCH = "conditioned_look_mismatch"
+NOT_STUDIO_PHOTO = "not_studio_photo"
+
+
+class EvidenceCheck(Record):
+    """One check that an image (or a crop of it) shows what its row will claim.
+
+    `check`: `generated_category` (the VLM names the category a generated image or garment crop
+    shows; `expected` is the requested category, `answer` the VLM's), `conditioned_look` (the
+    embedding cosine of a conditioned look against its product's photos; `expected` the product
+    key, `score` the best cosine, `threshold` the one in force). `method` names what decided
+    (`vlm:<model>:<prompt version>`, `<embedder>@<threshold>`), so a new model or threshold checks
+    again; the newest row per (sha256, bbox, check) is the image's outcome. `status="error"` (an
+    invalid answer, a request that failed) is checked again by the next run.
+    """
+
+    __table__ = "evidence_checks"
+    __key__ = ("sha256", "bbox", "check", "method", "attempt")
+
+    sha256: str
+    bbox: str  # "" = whole image, else "x0,y0,x1,y1" (the release row's box)
+    check: Literal["generated_category", "conditioned_look"]
+    method: str
+    status: Literal["pass", "fail", "error"]
+    generation_id: str | None = None
+    expected: str | None = None
+    answer: str | None = None
+    score: float | None = None
+    threshold: float | None = None
+    detail: str | None = None
+    run_id: str | None = None
+    attempt: int = 0  # an `error` is checked again by a later run, as attempt + 1
+
+
+def evidence_outcomes(records: Iterable[Record]) -> dict[tuple[str, str, str], EvidenceCheck]:
+    """The current outcome per (sha256, bbox, check): the newest row (then the highest attempt)."""
+    best: dict[tuple[str, str, str], EvidenceCheck] = {}
+    for record in records:
+        assert isinstance(record, EvidenceCheck)
+        key = (record.sha256, record.bbox, record.check)
+        if key not in best or (record.created_at, record.attempt) > (best[key].created_at, best[key].attempt):
+            best[key] = record
+    return best
+
+
+def evidence_todo(
+    records: Iterable[Record], check: str, method: str
+) -> tuple[set[tuple[str, str]], dict[tuple[str, str], int]]:
+    """For one check and method: the (sha256, bbox) already decided (pass or fail), and the next
+    attempt number of those whose last row was an error."""
+    decided: set[tuple[str, str]] = set()
+    retry: dict[tuple[str, str], int] = {}
+    for record in records:
+        assert isinstance(record, EvidenceCheck)
+        if record.check != check or record.method != method:
+            continue
+        key = (record.sha256, record.bbox)
+        if record.status == "error":
+            retry[key] = max(retry.get(key, 0), record.attempt + 1)
+        else:
+            decided.add(key)
+    return decided, {k: v for k, v in retry.items() if k not in decided}
+
+
 class Evaluation(Record):
     """One model's scores on one subset of one release."""
 
@@ -459,6 +537,7 @@ TABLES: dict[str, type[Record]] = {
         DedupDecision,
         Annotation,
         Audit,
+        EvidenceCheck,
         Evaluation,
         Rejection,
         Completion,

@@ -65,6 +65,9 @@ def test_main_job_builds_a_verified_release_with_report_and_evaluation(reference
     assert manifest["evaluation"][0]["model"].startswith("baseline")
     assert manifest["annotation_mode"] == "metadata_prior"
     assert manifest["generation_tiny_local"] is True
+    evidence = manifest["evidence_checks"]  # prior mode: the VLM check says it did not run
+    assert evidence["generated_category"]["ran"] is False and evidence["conditioned_look"]["methods"]
+    assert evidence["photo_type"]["scored"] >= manifest["files"]["real_studio_flat/query.parquet"]["rows"]
     out = (reference.parent / "stdout.txt").read_text()
     assert f"releases/{VERSION}" in out and "report.html" in out
     # every query has 1–4 gallery rows of its item
@@ -81,7 +84,18 @@ def test_main_job_builds_a_verified_release_with_report_and_evaluation(reference
         ).to_pylist()
         gallery = pq.read_table(base / subset / "gallery.parquet", columns=["item_ID", "source"]).to_pylist()
         real = [q for q in queries if not q["item_ID"].startswith("aigen:")]
-        assert real, f"{subset} has no query of a real product"
+        if not real:
+            # The tiny random pipeline depicts nothing: its conditioned looks (a studio image, a
+            # street scene's garment box) fail the conditioned-look check and are held back with
+            # the reason (docs/release.md, "Label rules").
+            lake = Lake(reference)
+            failed = {
+                (r["bbox"] != "") for r in lake.read("evidence_checks").to_pylist()
+                if r["check"] == "conditioned_look" and r["status"] == "fail"
+            }  # fmt: skip
+            assert failed == {True, False}, f"{subset} has no query of a real product and no failed look"
+            reasons = {r["reason"] for r in lake.read("rejections").to_pylist()}
+            assert "conditioned_look_mismatch" in reasons
         for query in real:
             provenance = json.loads(query["provenance"])
             assert query["item_ID"] in {c["product_key"] for c in provenance["conditioning"]}

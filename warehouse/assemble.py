@@ -7,7 +7,10 @@ Rules (what a benchmark user relies on):
 - Every query has 1–4 gallery rows with its `item_ID`; a query without one is dropped and
   recorded (`no_gallery`).
 - real_studio_flat: a query product (chosen by a seeded hash, share `query_share`) gives its
-  first usable photo as the query and its next photos (up to 4) as the gallery.
+  first usable photo that is a studio or flat-lay shot (`warehouse/photo_type.py`) as the query
+  and its other photos (up to 4) as the gallery; a photo that is not (a scene) is never the
+  query (recorded, `not_studio_photo`) but stays in the gallery; a product with no such photo
+  gives no query and stays eligible as noise.
 - real_streetlook: one query row per annotated item crop of a look photo (`raw_image` is the
   photo, rows of one photo share it); the gallery is the linked product's photos that were
   first seen in this window and never published (a product first seen in an earlier month
@@ -48,10 +51,19 @@ from typing import Any
 import pyarrow as pa
 from PIL import Image
 
+from lookbench_live.config import STUDIO_MIN_FLAT_BORDER
 from lookbench_live.schema.hashing import HASH_METHOD, hash_bytes
-from lookbench_live.schema.records import BOX_NOT_LOCATED, Annotation, Generation, Product, product_key
+from lookbench_live.schema.records import (
+    BOX_NOT_LOCATED,
+    NOT_STUDIO_PHOTO,
+    Annotation,
+    Generation,
+    Product,
+    product_key,
+)
 from lookbench_live.schema.release import NOISE, NOISE_CATEGORY, RELEASE_SCHEMA, SUBSET_DIFFICULTY, TASKS
 from lookbench_live.warehouse.freshness import Decision, FreshnessRules, HeldBack
+from lookbench_live.warehouse.photo_type import PhotoTypeRule
 from lookbench_live.warehouse.released import ReleasedIndex
 from lookbench_live.warehouse.views import LakeView, Window, choose_annotations
 
@@ -75,6 +87,8 @@ class Assembly:
     held_back: dict[str, int] = field(
         default_factory=dict
     )  # freshness reason -> items first seen in the window
+    # The RealStudioFlat photo-type check: method, threshold, candidate photos scored, refused.
+    photo_type: dict[str, Any] = field(default_factory=dict)
 
 
 def _stable_share(seed: int, key: str) -> float:
@@ -126,7 +140,10 @@ class Assembler:
         radius: int = 0,
         takedown: Callable[[dict[str, Any]], str | None] | None = None,
         freshness: FreshnessRules | None = None,
+        photo_type: PhotoTypeRule | None = None,
     ):
+        self.photo_type = photo_type or PhotoTypeRule(STUDIO_MIN_FLAT_BORDER)
+        self._photo_scores: dict[str, float] = {}
         # Without rules (direct callers), the window on first_seen_at alone dates an item.
         self.freshness = freshness or FreshnessRules(window, {})
         self._dated = freshness is not None
@@ -143,6 +160,9 @@ class Assembler:
         self.seed = seed
         self.taxonomy = taxonomy
         self.out = Assembly()
+        self.out.photo_type = {
+            "method": self.photo_type.method, "threshold": self.photo_type.threshold, "scored": 0, "not_studio": 0,
+        }  # fmt: skip
 
     # ------------------------------------------------------------------ helpers
     def is_kept(self, sha: str, kind: str, owner: str) -> bool:
@@ -471,9 +491,17 @@ class Assembler:
             usable = self.usable_images("product", key)
             if len(usable) < 2 or key in reserved or _stable_share(self.seed, key) >= self.query_share:
                 continue
+            pick = self.studio_query(key, usable)
+            if pick is None:
+                continue  # no studio photo: no query; its photos stay eligible (noise)
             chosen.add(key)
-            img, ann = usable[0]
-            prov = {"kind": "product", "product_url": product.url, "platform": product.platform}
+            img, ann, score = pick
+            prov = {
+                "kind": "product",
+                "product_url": product.url,
+                "platform": product.platform,
+                "photo_type": {"method": self.photo_type.method, "score": score, "threshold": self.photo_type.threshold},
+            }  # fmt: skip
             gallery = self.product_gallery(key, skip={img["sha256"]})
             query = self.whole_image_row(
                 img,
@@ -485,6 +513,32 @@ class Assembler:
             )
             self.emit("real_studio_flat", self.stamp([query], decision), gallery, key)
         return chosen
+
+    def studio_query(
+        self, key: str, usable: list[tuple[dict[str, Any], Annotation]]
+    ) -> tuple[dict[str, Any], Annotation, float] | None:
+        """The first of a product's photos that is a studio or flat-lay shot, with its score; each
+        photo passed over is recorded (`not_studio_photo`) and stays a gallery photo."""
+        for img, ann in usable:
+            sha = img["sha256"]
+            if sha not in self._photo_scores:
+                # The stored photo (upright, as ingestion keeps it), not the product's crop: the
+                # question is what kind of photo it is.
+                self._photo_scores[sha] = self.photo_type.score(self.load_image(sha))
+                self.out.photo_type["scored"] += 1
+            score = self._photo_scores[sha]
+            if self.photo_type.passes(score):
+                return img, ann, score
+            self.out.photo_type["not_studio"] += 1
+            self.out.dropped.append(
+                (
+                    key,
+                    NOT_STUDIO_PHOTO,
+                    f"photo {sha}: flat border share {score} < {self.photo_type.threshold} "
+                    f"({self.photo_type.method}): not a real_studio_flat query; it stays a gallery photo",
+                )
+            )
+        return None
 
     def crops(
         self, sha: str, owner_kind: str, owner: str
@@ -694,14 +748,7 @@ def _generation_provenance(gen: Generation) -> dict[str, Any]:
 
 
 def _conditioning(gen: Generation) -> list[dict[str, Any]]:
-    """Every conditioning photo of a generation, [{"product_key", "sha256"}] in prompt order.
-    Rows written before `conditioning_json` existed (img2img only) name their one product in
-    `conditioned_on` / `conditioned_on_sha256`."""
-    if gen.conditioning_json:
-        return list(json.loads(gen.conditioning_json))
-    if gen.conditioned_on:
-        return [{"product_key": gen.conditioned_on, "sha256": gen.conditioned_on_sha256}]
-    return []
+    return gen.conditioning()
 
 
 def ordered_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -309,6 +309,7 @@ def dataset_card(info: dict[str, Any]) -> str:
             if info.get("label_rules")
             else "none applied: the annotations are published as they are."
         ),
+        *_evidence_lines(info.get("evidence_checks")),
         f"- Generation models: {', '.join(info['generation_models']) or 'none'}"
         + (
             " — a tiny random local pipeline (embedded default), not a real model."
@@ -455,3 +456,33 @@ def _field(record_set: str, file_id: str, column: str) -> dict[str, Any]:
         ]
     field["source"] = source
     return field
+
+
+def _evidence_lines(evidence: dict[str, Any] | None) -> list[str]:
+    """The card's statement of which evidence checks ran (docs/release.md, "Label rules")."""
+    if not evidence:
+        return []
+    photo = evidence.get("photo_type") or {}
+    lines = [
+        f"- Studio queries: every real_studio_flat query passed the photo-type check ({photo.get('method')}, "
+        f"flat border share >= {photo.get('threshold')}); {photo.get('not_studio', 0)} photo(s) that are not "
+        "studio or flat-lay shots stayed gallery photos."
+    ]
+    category = evidence.get("generated_category") or {}
+    if category.get("ran") is False:
+        lines.append(f"- Generated images: the VLM category check did not run: {category.get('note')}.")
+    elif category:
+        lines.append(
+            "- Generated images: each was checked by the VLM for its requested category "
+            f"({', '.join(category.get('methods') or []) or 'no image checked'})."
+        )
+    look = evidence.get("conditioned_look") or {}
+    if look:
+        lines.append(
+            "- Conditioned looks: each was compared with its product's photos "
+            f"({', '.join(look.get('methods') or []) or 'none in this release'})."
+        )
+    held = evidence.get("held_back") or {}
+    if held:
+        lines.append("- Held back by these checks: " + ", ".join(f"{k} {v}" for k, v in held.items()) + ".")
+    return lines

@@ -14,6 +14,12 @@ current verdicts (`audits`, the highest attempt per item) and decides per row:
   becomes the corrected group's first value; a wrong main attribute with no usable
   correction is held back all the same.
 - attribute disputes are only recorded (the column); they weight the audit sample.
+- evidence checks (`evidence_checks`, the newest outcome per image or box; phase B): a generated
+  image or garment box the VLM sees as another (published) category than requested is held back
+  (`generated_category_mismatch`); with a VLM configured, one the check has no pass or fail for
+  is held back too (`generated_category_unchecked`: the next run asks again); a conditioned look
+  under the embedding threshold against its product's photos is held back
+  (`conditioned_look_mismatch`). Which checks ran is in the manifest (`evidence_checks`).
 
 A held-back query takes its item's gallery in that subset with it (`query_held_back`), and a
 gallery left empty takes its queries (`no_gallery`): a row of a retrieval task is never
@@ -23,11 +29,19 @@ release records in `rejections`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from lookbench_live.schema.records import Audit
+from lookbench_live.schema.records import (
+    CONDITIONED_LOOK_MISMATCH,
+    GENERATED_CATEGORY_MISMATCH,
+    GENERATED_CATEGORY_UNCHECKED,
+    Audit,
+    EvidenceCheck,
+    evidence_outcomes,
+)
 from lookbench_live.schema.release import NOISE
 from lookbench_live.schema.taxonomy import split_values
 from lookbench_live.warehouse.lake import Lake
@@ -45,10 +59,26 @@ class LabelRules:
     on_wrong_main_attribute: OnWrongMain = "hold_back"
     verdicts: Mapping[tuple[str, str], Audit] = field(default_factory=dict)
     corrected: int = 0
+    # (sha256, bbox, check) -> the newest outcome; see `schema.records.evidence_outcomes`
+    evidence: Mapping[tuple[str, str, str], EvidenceCheck] = field(default_factory=dict)
+    # A VLM is configured and the category check is on: a generated row needs its pass.
+    require_generated_category: bool = False
+    # What the manifest says of the VLM check when it did not run (prior mode), else None.
+    generated_category_note: str | None = None
+    held: dict[str, int] = field(default_factory=dict)  # evidence reason -> rows held back
 
     @classmethod
-    def from_lake(cls, lake: Lake, *, on_wrong_main_attribute: OnWrongMain, judge_model: str) -> LabelRules:
-        """The rules with the judge's current verdict per item (the highest attempt that is ok)."""
+    def from_lake(
+        cls,
+        lake: Lake,
+        *,
+        on_wrong_main_attribute: OnWrongMain,
+        judge_model: str,
+        require_generated_category: bool = False,
+        generated_category_note: str | None = None,
+    ) -> LabelRules:
+        """The rules with the judge's current verdict per item (the highest attempt that is ok) and
+        the evidence checks' current outcomes."""
         best: dict[tuple[str, str], Audit] = {}
         for record in lake.records("audits"):
             assert isinstance(record, Audit)
@@ -57,7 +87,13 @@ class LabelRules:
             key = (record.sha256, record.bbox)
             if key not in best or record.attempt > best[key].attempt:
                 best[key] = record
-        return cls(on_wrong_main_attribute=on_wrong_main_attribute, verdicts=best)
+        return cls(
+            on_wrong_main_attribute=on_wrong_main_attribute,
+            verdicts=best,
+            evidence=evidence_outcomes(lake.records(EvidenceCheck.__table__)),
+            require_generated_category=require_generated_category,
+            generated_category_note=generated_category_note,
+        )
 
     def describe(self) -> str:
         """The rules as the dataset card states them."""
@@ -66,11 +102,48 @@ class LabelRules:
             if self.on_wrong_main_attribute == "correct"
             else "a row whose main attribute the judge marked wrong is held back"
         )
+        generated = (
+            "a generated image the VLM sees as another category than requested is held back"
+            if self.generated_category_note is None
+            else "generated images were not checked for their category (no VLM configured)"
+        )
         return (
             "an item whose VLM category disagrees with the metadata prior is audited first and "
             f"published only if the judge confirms it; {main}; attribute disagreements with the "
-            "prior are listed per row in `label_disputes`"
+            f"prior are listed per row in `label_disputes`; {generated}; a conditioned look whose "
+            "embedding is under the threshold against its product's photos is held back"
         )
+
+    def evidence_info(self) -> dict[str, Any]:
+        """The manifest's `evidence_checks` entry for the checks these rules act on."""
+        methods: dict[str, set[str]] = {}
+        for outcome in self.evidence.values():
+            methods.setdefault(outcome.check, set()).add(outcome.method)
+        category = (
+            {"ran": False, "note": self.generated_category_note}
+            if self.generated_category_note is not None
+            else {"ran": True, "methods": sorted(methods.get("generated_category", ()))}
+        )
+        return {
+            "generated_category": category,
+            "conditioned_look": {"ran": True, "methods": sorted(methods.get("conditioned_look", ()))},
+            "held_back": dict(sorted(self.held.items())),
+        }
+
+    def _evidence(self, row: Mapping[str, Any]) -> str | None:
+        """The evidence reason that holds a generated row back, or None."""
+        if json.loads(row.get("provenance") or "{}").get("kind") != "generation":
+            return None  # product photos: neither generated nor conditioned
+        sha, bbox = row_key(row["raw_sha256"], row.get("bbox"))
+        category = self.evidence.get((sha, bbox, "generated_category"))
+        if category is not None and category.status == "fail":
+            return GENERATED_CATEGORY_MISMATCH
+        if self.require_generated_category and (category is None or category.status == "error"):
+            return GENERATED_CATEGORY_UNCHECKED
+        look = self.evidence.get((sha, bbox, "conditioned_look"))
+        if look is not None and look.status == "fail":
+            return CONDITIONED_LOOK_MISMATCH
+        return None
 
     def _main_group(self, row: Mapping[str, Any]) -> str | None:
         main = row.get("main_attribute") or ""
@@ -81,6 +154,10 @@ class LabelRules:
 
     def decide(self, row: dict[str, Any]) -> str | None:
         """None to publish `row` (corrected in place where the rules say), else the reason."""
+        evidence = self._evidence(row)
+        if evidence is not None:
+            self.held[evidence] = self.held.get(evidence, 0) + 1
+            return evidence
         audit = self.verdicts.get(row_key(row["raw_sha256"], row.get("bbox")))
         verdicts = audit.verdicts if audit is not None else {}
         if "category" in (row.get("label_disputes") or []) and verdicts.get("category") != "correct":

@@ -65,6 +65,7 @@ from lookbench_live.warehouse.freshness import (
 )
 from lookbench_live.warehouse.labels import LabelRules
 from lookbench_live.warehouse.lake import PARQUET_OPTIONS, Lake, atomic_local_file, atomic_write_bytes
+from lookbench_live.warehouse.photo_type import PhotoTypeRule
 from lookbench_live.warehouse.released import (
     ReleasedIndex,
     gate_passed,
@@ -566,6 +567,7 @@ def stage_release(
     contact: str | None = None,
     labels: LabelRules | None = None,
     supersedes: str | None = None,
+    photo_type: PhotoTypeRule | None = None,
 ) -> StagedRelease:
     """Assemble the lake's current content and write it to a staging folder.
 
@@ -581,7 +583,8 @@ def stage_release(
     within it of an image an earlier release published is held back. `replace` over a published
     release raises `ReleasePublished` (only a held-back release is rebuilt in place).
     `supersedes`: the published version this correction (`vYYYYMMDD.N`) replaces for readers;
-    its manifest and card name it.
+    its manifest and card name it. `photo_type`: which photos may be a RealStudioFlat query
+    (`warehouse/photo_type.py`); None: the calibrated default threshold.
     """
     taxonomy = _taxonomy(taxonomy)
     version = check_version(version or version_for(dt.datetime.now(dt.UTC).date()))
@@ -611,6 +614,7 @@ def stage_release(
         radius=radius,
         takedown=takedown_filter(lake),  # what owners asked to remove never enters a release
         freshness=FreshnessRules(window, baselines),
+        photo_type=photo_type,
     ).build()
     if labels is not None:
         kept, held = labels.apply(assembly.rows)
@@ -701,6 +705,14 @@ def _write_staged(
     if labels is not None:
         staged.info["label_rules"] = labels.describe()
         staged.info["labels_corrected"] = labels.corrected
+    # What was checked about the rows' images (issue 22 §4 phase B): the photo-type check runs on
+    # every staging; the generated-category and conditioned-look checks act with the label rules.
+    evidence: dict[str, Any] = {"photo_type": dict(assembly.photo_type)}
+    if labels is not None:
+        evidence.update(labels.evidence_info())
+    else:
+        evidence["note"] = "generated-category and conditioned-look checks not applied (no label rules)"
+    staged.info["evidence_checks"] = evidence
     _put(lake, staged, "README.md", dataset_card(staged.info).encode())
     _put(lake, staged, "croissant.json", croissant_json(staged.info, staged.files).encode())
 
