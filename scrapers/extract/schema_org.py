@@ -1,4 +1,4 @@
-"""schema.org Product data in an HTML page: JSON-LD first, microdata (extruct) and OpenGraph
+"""schema.org Product data in an HTML page: JSON-LD first, microdata (microdata.py) and OpenGraph
 as fallbacks, merged into one normalized product per item shown.
 
 Several Product nodes for one item (one per size or colour, or a `ProductGroup` with
@@ -431,15 +431,17 @@ def _breadcrumbs(nodes: list[dict[str, Any]]) -> list[str]:
 
 
 def _microdata_products(tree: lxml_html.HtmlElement, url: str) -> list[dict[str, Any]]:
-    # The page's one parsed tree, not the text: extruct would parse the whole page again
-    # (its text extraction works on copies, so the tree is not changed).
-    try:
-        import extruct
+    from lookbench_live.scrapers.extract.microdata import microdata_items
 
-        data = extruct.extract(tree, base_url=url, syntaxes=["microdata"], uniform=True, errors="ignore")
-    except Exception:
-        return []
-    return [n for n in data.get("microdata", []) if isinstance(n, dict) and type_names(n) & PRODUCT_TYPES]
+    found = []
+    stack = list(microdata_items(tree, url))
+    while stack:  # a Product nested in another item (a WebPage's mainEntity) counts too
+        node = stack.pop(0)
+        if type_names(node) & PRODUCT_TYPES:
+            found.append(node)
+            continue
+        stack.extend(v for v in node.values() if isinstance(v, dict))
+    return found
 
 
 class _Metas:
