@@ -54,6 +54,11 @@ class NormalizedProduct:
     published_at: dt.datetime | None = None
     updated_at: dt.datetime | None = None
     raw: Any = None
+    # Keys this product had under earlier identifier rules (issue 27: offers' sku, blank skus).
+    # Not content: the pipeline keeps the lake's key when it holds the product under one.
+    id_aliases: list[str] = field(default_factory=list)
+    # Where each extracted fact came from ("jsonld", "microdata", "opengraph", "html:h1"…).
+    sources: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """JSON-safe dict: decimals as strings, datetimes ISO 8601, `raw` kept as is (the same
@@ -64,8 +69,9 @@ class NormalizedProduct:
             out[key] = decimal_text(out[key])
         for key in ("published_at", "updated_at"):
             out[key] = out[key].isoformat() if out[key] else None
-        for key in ("category_path", "tags", "images"):
+        for key in ("category_path", "tags", "images", "id_aliases"):
             out[key] = list(out[key])
+        out["sources"] = dict(self.sources)
         out["variants"] = copy.deepcopy(self.variants)
         return out
 
