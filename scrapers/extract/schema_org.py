@@ -90,13 +90,31 @@ def extract_schema_org(
             _Candidate(product, absolute_url(shown.get("url"), url), _stated_id(group_node, members, shown))
         )
     out.products.extend(_page_products(candidates, url, canonical, tree, metas, out.problems))
+    for product in out.products:
+        _note_sources(product, source)
     if not out.products:
         product = _opengraph_product(tree, metas, url, canonical, lang)
+        if product is None:
+            from lookbench_live.scrapers.extract.html_fallback import html_product
+            from lookbench_live.scrapers.extract.microdata import itemprop_values
+
+            product = html_product(tree, url, canonical, metas.values, itemprop_values(tree, url), lang)
         if product is not None:
             out.products.append(product)
     elif len(out.products) == 1:
         _fill_from_meta(out.products[0], tree, metas, url, lang)
     return out
+
+
+_FACT_FIELDS = ("title", "brand", "price", "currency", "availability", "color", "material", "images")
+
+
+def _note_sources(product: NormalizedProduct, source: str) -> None:
+    """Which source gave each fact (`product.sources`); the fallbacks below name themselves."""
+    for name in _FACT_FIELDS:
+        if getattr(product, name):
+            product.sources.setdefault("image" if name == "images" else name, source)
+    product.sources.setdefault("product_id", source if not product.product_id.startswith("/") else "url")
 
 
 @dataclass(slots=True)
@@ -190,14 +208,38 @@ def _fill_from_meta(
     if product.price is None and price:
         product.price, product.price_max = price, price
         product.currency = product.currency or currency
+        product.sources.update(price="meta", currency="meta")
     elif product.currency is None and currency and price is not None and price == product.price:
         product.currency = currency
+        product.sources["currency"] = "meta"
+    if product.currency is None and product.price is not None:
+        # "lowPrice": "£49.00": the offer states its currency in the amount's text.
+        from lookbench_live.scrapers.extract.html_fallback import currency_of
+
+        texts = [
+            o.get(k) for n in (product.raw or {}).get("nodes", []) if isinstance(n, dict) for o in _offers(n)
+            for k in ("price", "lowPrice") if isinstance(o.get(k), str)
+        ]  # fmt: skip
+        found = {currency_of(t, lang) for t in texts if parse_price(t, lang=lang) == product.price}
+        if len(found) == 1 and None not in found:
+            product.currency = found.pop()
+            product.sources["currency"] = "offer price text"
     if not product.images:
         product.images = image_urls(metas.all("og:image") + metas.all("og:image:url"), url)
+        if product.images:
+            product.sources["image"] = "meta"
+    if product.availability is None:
+        product.availability = normalize_availability(
+            metas.first("og:availability") or metas.first("product:availability")
+        )
+        if product.availability:
+            product.sources["availability"] = "meta"
     product.color = product.color or clean_title(metas.first("product:color"))
     product.material = product.material or clean_title(metas.first("product:material"))
     if not product.brand:
         product.brand = clean_title(metas.first("product:brand") or metas.first("og:brand"))
+        if product.brand:
+            product.sources["brand"] = "meta"
 
 
 _CURRENCY_KEYS = ("priceCurrency", "currencyCode", "currency_code", "currency")
@@ -620,6 +662,14 @@ def _opengraph_product(
     title = clean_title(metas.first("og:title"))
     description = clean_text(metas.first("og:description"))
     price = parse_price(amount, lang=lang)
+    og_url = absolute_url(metas.first("og:url"), url)
+    headings = {" ".join(h.text_content().split()).casefold() for h in tree.iter("h1")}
+    # A removed product's page keeps `og:type` product with a placeholder ("PDP", price "null",
+    # og:url the home page): a product needs a price, or a title the page shows as its heading.
+    if og_url and urlsplit(og_url).path in ("", "/"):
+        return None
+    if not title or (not price and title.casefold() not in headings):
+        return None
     currency = metas.first("product:price:currency") or metas.first("og:price:currency")
     sale = parse_price(metas.first("product:sale_price:amount"), lang=lang)
     compare = None
@@ -655,6 +705,9 @@ def _opengraph_product(
         description=description,
         images=image_urls(metas.all("og:image") + metas.all("og:image:url"), url),
         raw={"source": "opengraph", "url": url},
+        sources={"title": "meta:og:title", "price": "meta:product:price:amount"}
+        if price
+        else {"title": "meta:og:title"},
     )
 
 

@@ -1,0 +1,327 @@
+"""The product of a page with no usable structured data, read from what the page shows.
+
+Used only when JSON-LD, microdata and OpenGraph give no product (`schema_org.extract_schema_org`).
+Each fact comes from the first source that states it, in this order, and `product.sources`
+records which one ("itemprop", "meta", "html:title-element", "html:price-element", "html:label"…):
+
+- title: a loose `itemprop="name"`; an element whose id/class names a product title
+  (`#productTitle`, `.product-name`…); the page's only meaningful `<h1>`; `og:title`.
+- price: a loose `itemprop="price"`; the first element whose id/class names a price (not a
+  list, old, "was", saving or shipping price) whose text is an amount with a currency sign or code.
+- currency: `itemprop="priceCurrency"`, else the sign or code written in that price text
+  (€ EUR, £ GBP, "$" USD only on an `en-US` page, CHF, kr only with a Nordic language…).
+- image: a loose `itemprop="image"`; `og:image`; the first `<img>` whose id/class names the main
+  product image (a `data:` placeholder is skipped for its `data-old-hires` / `data-src`).
+- brand: `itemprop="brand"`, `product:brand` / `og:brand`, an element whose id/class names a brand
+  or byline stating "Visit the X Store", "Besuche den X-Store", "Brand: X"… (never an author).
+- identifier: a loose `itemprop` sku / productID / mpn / gtin; a hidden `ASIN` / `sku` input; a
+  labelled line ("SKU: …", "Item #: …", "Art.-Nr.: …", "ASIN: …").
+- availability: `itemprop="availability"`, `og:availability`, else the text of an element whose
+  id/class names availability or stock ("In Stock", "Auf Lager", "En stock", "Ausverkauft"…).
+
+A product is made only when the page shows a title and a price and is a product page: a buy
+button or form (add to cart / basket / bag, "In den Warenkorb", "Ajouter au panier",
+"Añadir a la cesta"…) or `og:type` product. Articles, recipes, listings of prices without a buy
+control, and removed products ("PDP" placeholders) give nothing: a wrong product is worse than none.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from lxml import html as lxml_html
+
+from lookbench_live.scrapers.extract.model import NormalizedProduct
+from lookbench_live.scrapers.extract.values import (
+    absolute_url,
+    clean_title,
+    normalize_availability,
+    parse_price,
+)
+
+_TITLE_HINT = re.compile(r"(?i)product[-_ ]?(?:title|name)|^title$|item[-_ ]?title|pdp[-_ ]?title")
+_PRICE_HINT = re.compile(r"(?i)price|preis|prix|precio|prezzo")
+_NOT_PRICE = re.compile(
+    r"(?i)list|old|was|strike|rrp|uvp|save|saving|shipping|delivery|per[-_]?unit|basket|cart|range|"
+    r"hidden|secondary|compare|before|original"
+)
+_IMAGE_HINT = re.compile(r"(?i)landing|main|primary|hero|product[-_ ]?(?:image|img|photo)|zoom|gallery")
+_BRAND_HINT = re.compile(r"(?i)brand|byline|manufacturer|marke|marque|marca")
+_STOCK_HINT = re.compile(r"(?i)availability|stock|lieferbar|dispon")
+_BUY = re.compile(
+    r"(?i)add(?:ing)? to (?:cart|basket|bag|trolley)|buy now|in den (?:warenkorb|einkaufswagen)|"
+    r"jetzt kaufen|ajouter au panier|acheter|añadir a la cesta|comprar|aggiungi al carrello|"
+    r"in winkelwagen|lägg i varukorgen"
+)
+_BUY_ATTR = re.compile(r"(?i)add[-_]?to[-_]?(?:cart|basket|bag)|buy[-_]?now|addtocart|buybox")
+_BRAND_TEXT = re.compile(
+    r"(?i)^(?:visit the (?P<a>.+?) store|besuche den (?P<b>.+?)-store|visita la tienda de (?P<c>.+)|"
+    r"visiter la boutique (?P<d>.+)|(?:brand|marke|marque|marca)\s*:\s*(?P<e>.+))$"
+)
+_AUTHOR = re.compile(r"(?i)^(?:by|von|de|par|di|door)\s|\(|:|\d")
+_ID_LABEL = re.compile(
+    r"(?im)(?:^|\s)(?:sku|item\s*(?:#|no\.?|number)|art\.?-?nr\.?|artikelnummer|asin|product code|"
+    r"style\s*#|r[ée]f(?:[ée]rence)?\.?|referencia)\s*[:#]?\s*(?P<id>[A-Z0-9][A-Z0-9_-]{3,30})\b"
+)
+_OUT = re.compile(
+    r"(?i)out of stock|sold out|not available|unavailable|currently unavailable|ausverkauft|"
+    r"nicht (?:verfügbar|lieferbar)|épuisé|rupture de stock|non disponible|agotado|no disponible"
+)
+_IN = re.compile(r"(?i)in stock|auf lager|lieferbar|vorrätig|en stock|disponible|available|in magazzino")
+_SIGNS = (("€", "EUR"), ("£", "GBP"), ("¥", None), ("CHF", "CHF"), ("zł", "PLN"), ("₽", "RUB"))
+_CODE = re.compile(r"\b(EUR|USD|GBP|CHF|SEK|NOK|DKK|PLN|CZK|JPY|CAD|AUD|RUB|INR)\b")
+_AMOUNT = re.compile(r"\d[\d.,'\u00a0\u202f ]*")
+
+
+def html_product(
+    tree: lxml_html.HtmlElement,
+    url: str,
+    canonical: str,
+    metas: dict[str, list[str]],
+    itemprops: dict[str, list[Any]],
+    lang: str | None,
+) -> NormalizedProduct | None:
+    """The page's product from what it shows, or None when the page is not clearly one."""
+    body = tree.find("body")
+    if body is None:
+        return None
+    og_type = (_first(metas, "og:type") or "").lower()
+    if og_type and "product" not in og_type:
+        return None  # an article, a profile, a video: the page says what it is
+    sources: dict[str, str] = {}
+    title = _pick(sources, "title", _itemprop_text(itemprops, "name"), "itemprop")
+    title = title or _pick(sources, "title", _title_element(body), "html:title-element")
+    title = title or _pick(sources, "title", clean_title(_first(metas, "og:title")), "meta:og:title")
+    price_text, price_source = _price_text(body, itemprops)
+    price = parse_price(price_text, lang=lang) if price_text else None
+    if not title or not price or not (_buyable(body) or "product" in og_type):
+        return None
+    sources["price"] = price_source
+    currency = _currency(_itemprop_text(itemprops, "priceCurrency")) or _currency(
+        _first(metas, "product:price:currency")
+    )
+    if currency:
+        sources["currency"] = "itemprop/meta"
+    else:
+        currency = _pick(sources, "currency", currency_of(price_text, lang), price_source)
+    images = _images(body, itemprops, metas, url, sources)
+    brand = _pick(sources, "brand", _itemprop_text(itemprops, "brand"), "itemprop")
+    brand = brand or _pick(
+        sources, "brand", clean_title(_first(metas, "product:brand") or _first(metas, "og:brand")), "meta"
+    )
+    brand = brand or _pick(sources, "brand", _brand_element(body), "html:brand-element")
+    product_id = _pick(sources, "product_id", _stated_id(body, itemprops), "html:id")
+    availability = normalize_availability(
+        _itemprop_text(itemprops, "availability")
+    ) or normalize_availability(_first(metas, "og:availability") or _first(metas, "product:availability"))
+    if availability:
+        sources["availability"] = "itemprop/meta"
+    else:
+        availability = _pick(sources, "availability", _stock_element(body), "html:availability-element")
+    return NormalizedProduct(
+        product_id=product_id or urlsplit(canonical).path.rstrip("/") or canonical,
+        url=canonical,
+        platform="html",
+        title=title,
+        brand=brand,
+        price=price,
+        price_max=price,
+        currency=currency,
+        availability=availability,
+        images=images,
+        raw={"source": "html", "url": url},
+        sources=sources,
+    )
+
+
+def currency_of(text: str | None, lang: str | None) -> str | None:
+    """ISO currency a price text writes ("£49.00" GBP, "EUR 12,99", "209,00€"); "$" only on a
+    US English page (it is also CAD, AUD, MXN, ARS…); None when unsure."""
+    if not text:
+        return None
+    code = _CODE.search(text)
+    if code:
+        return code.group(1)
+    for sign, iso in _SIGNS:
+        if sign in text:
+            return iso
+    if "US$" in text:
+        return "USD"
+    if "$" in text and (lang or "").lower().replace("_", "-") == "en-us":
+        return "USD"
+    return None
+
+
+# --------------------------------------------------------------------------- facts
+
+
+def _pick(sources: dict[str, str], fact: str, value: Any, source: str) -> Any:
+    if value and fact not in sources:
+        sources[fact] = source
+    return value
+
+
+def _first(metas: dict[str, list[str]], key: str) -> str | None:
+    values = metas.get(key)
+    return values[0] if values else None
+
+
+def _itemprop_text(itemprops: dict[str, list[Any]], name: str) -> str | None:
+    for value in itemprops.get(name, []):
+        if isinstance(value, dict):
+            value = value.get("name")
+        text = clean_title(value) if isinstance(value, str) else None
+        if text:
+            return text
+    return None
+
+
+def _hint(element: lxml_html.HtmlElement) -> str:
+    return f"{element.get('id') or ''} {element.get('class') or ''}"
+
+
+def _text(element: lxml_html.HtmlElement) -> str:
+    return " ".join(element.text_content().split())
+
+
+def _title_element(body: lxml_html.HtmlElement) -> str | None:
+    for element in body.iter():
+        if isinstance(element.tag, str) and _TITLE_HINT.search(element.get("id") or "") and _text(element):
+            return clean_title(_text(element))
+    for element in body.iter():
+        if isinstance(element.tag, str) and any(
+            _TITLE_HINT.search(c) for c in (element.get("class") or "").split()
+        ):
+            text = _text(element)
+            if text and len(text) < 300:
+                return clean_title(text)
+    headings = [_text(h) for h in body.iter("h1")]
+    headings = [h for h in headings if 3 <= len(h) <= 300 and not _BUY.search(h)]
+    return clean_title(headings[0]) if len(headings) == 1 else None
+
+
+def _price_text(body: lxml_html.HtmlElement, itemprops: dict[str, list[Any]]) -> tuple[str | None, str]:
+    for value in itemprops.get("price", []):
+        if isinstance(value, str) and parse_price(value):
+            return value, "itemprop"
+    for element in body.iter():
+        if not isinstance(element.tag, str):
+            continue
+        hint = _hint(element)
+        if not _PRICE_HINT.search(hint) or _NOT_PRICE.search(hint):
+            continue
+        text = _text(element)
+        if not text or len(text) > 40 or not _AMOUNT.search(text):
+            continue
+        if not (_CODE.search(text) or any(s in text for s, _ in _SIGNS) or "$" in text):
+            continue
+        label = (element.get("id") or element.get("class") or "").split()[0] if hint.strip() else ""
+        return (
+            text,
+            f"html:price-element {element.tag}{'#' + element.get('id') if element.get('id') else ''}{' .' + label if label and not element.get('id') else ''}",
+        )
+    return None, ""
+
+
+def _images(
+    body: lxml_html.HtmlElement,
+    itemprops: dict[str, list[Any]],
+    metas: dict[str, list[str]],
+    url: str,
+    sources: dict[str, str],
+) -> list[str]:
+    for value in itemprops.get("image", []):
+        found = absolute_url(value, url) if isinstance(value, str) else None
+        if found:
+            sources["image"] = "itemprop"
+            return [found]
+    og = absolute_url(_first(metas, "og:image"), url)
+    if og:
+        sources["image"] = "meta:og:image"
+        return [og]
+    for img in body.iter("img"):
+        holder = img.getparent()
+        hints = _hint(img) + " " + (_hint(holder) if holder is not None else "")
+        if not _IMAGE_HINT.search(hints):
+            continue
+        for attr in ("src", "data-old-hires", "data-src", "data-zoom-image", "data-large"):
+            found = absolute_url(img.get(attr), url)
+            if found and not found.lower().endswith((".gif", ".svg")):
+                sources["image"] = f"html:image-element {attr}"
+                return [found]
+    return []
+
+
+def _brand_element(body: lxml_html.HtmlElement) -> str | None:
+    for element in body.iter():
+        if not isinstance(element.tag, str) or not _BRAND_HINT.search(_hint(element)):
+            continue
+        text = _text(element)
+        match = _BRAND_TEXT.match(text) if text else None
+        if match:
+            return clean_title(next(v for v in match.groupdict().values() if v))
+        # A byline that is only a name ("ChangM"); "by Mat Follas (Author)" names an author.
+        if text and len(text) <= 40 and len(text.split()) <= 4 and not _AUTHOR.search(text):
+            return clean_title(text)
+    return None
+
+
+def _stated_id(body: lxml_html.HtmlElement, itemprops: dict[str, list[Any]]) -> str | None:
+    for name in ("sku", "productID", "mpn", "gtin13", "gtin"):
+        value = _itemprop_text(itemprops, name)
+        if value:
+            return value
+    for element in body.iter("input"):
+        if (element.get("name") or element.get("id") or "").lower() in (
+            "asin",
+            "sku",
+            "product_id",
+            "productid",
+        ):
+            value = (element.get("value") or "").strip()
+            if value:
+                return value
+    match = _ID_LABEL.search(_visible_text(body))
+    return match.group("id") if match else None
+
+
+def _visible_text(body: lxml_html.HtmlElement) -> str:
+    parts = []
+    for element in body.iter():
+        if element.tag in ("script", "style", "noscript") or not isinstance(element.tag, str):
+            continue
+        for piece in (element.text, element.tail):
+            if piece and piece.strip():
+                parts.append(piece.strip())
+    return "\n".join(parts)[:50_000]
+
+
+def _stock_element(body: lxml_html.HtmlElement) -> str | None:
+    for element in body.iter():
+        if not isinstance(element.tag, str) or not _STOCK_HINT.search(element.get("id") or ""):
+            continue
+        text = _text(element)
+        if not text or len(text) > 200:
+            continue
+        if _OUT.search(text):
+            return "OutOfStock"
+        if _IN.search(text):
+            return "InStock"
+    return None
+
+
+def _buyable(body: lxml_html.HtmlElement) -> bool:
+    for element in body.iter("button", "input", "a", "form", "span", "div"):
+        if _BUY_ATTR.search(_hint(element)) or _BUY_ATTR.search(element.get("name") or ""):
+            return True
+        if element.tag in ("button", "input", "a"):
+            label = element.get("value") or element.get("title") or _text(element)
+            if label and len(label) < 60 and _BUY.search(label):
+                return True
+    return False
+
+
+def _currency(value: str | None) -> str | None:
+    return value.strip().upper() if value and re.fullmatch(r"\s*[A-Za-z]{3}\s*", value) else None
