@@ -6,8 +6,9 @@ records which one ("itemprop", "meta", "html:title-element", "html:price-element
 
 - title: a loose `itemprop="name"`; an element whose id/class names a product title
   (`#productTitle`, `.product-name`…); the page's only meaningful `<h1>`; `og:title`.
-- price: a loose `itemprop="price"`; the first element whose id/class names a price (not a
-  list, old, "was", saving or shipping price) whose text is an amount with a currency sign or code.
+- price: a loose `itemprop="price"`; the first element whose id (then, failing that, class) names
+  a price (not a list, old, "was", saving or shipping price) whose text is one amount with a
+  currency sign or code.
 - currency: `itemprop="priceCurrency"`, else the sign or code written in that price text
   (€ EUR, £ GBP, "$" USD only on an `en-US` page, CHF, kr only with a Nordic language…).
 - image: a loose `itemprop="image"`; `og:image`; the first `<img>` whose id/class names the main
@@ -15,7 +16,8 @@ records which one ("itemprop", "meta", "html:title-element", "html:price-element
 - brand: `itemprop="brand"`, `product:brand` / `og:brand`, an element whose id/class names a brand
   or byline stating "Visit the X Store", "Besuche den X-Store", "Brand: X"… (never an author).
 - identifier: a loose `itemprop` sku / productID / mpn / gtin; a hidden `ASIN` / `sku` input; a
-  labelled line ("SKU: …", "Item #: …", "Art.-Nr.: …", "ASIN: …").
+  labelled line ("SKU: …", "Item #: …", "Art.-Nr.: …", "ASIN: …"); the ASIN of an Amazon
+  product URL (`/dp/<ASIN>`).
 - availability: `itemprop="availability"`, `og:availability`, else the text of an element whose
   id/class names availability or stock ("In Stock", "Auf Lager", "En stock", "Ausverkauft"…).
 
@@ -113,6 +115,7 @@ def html_product(
     )
     brand = brand or _pick(sources, "brand", _brand_element(body), "html:brand-element")
     product_id = _pick(sources, "product_id", _stated_id(body, itemprops), "html:id")
+    product_id = product_id or _pick(sources, "product_id", url_identifier(canonical), "url:asin")
     availability = normalize_availability(
         _itemprop_text(itemprops, "availability")
     ) or normalize_availability(_first(metas, "og:availability") or _first(metas, "product:availability"))
@@ -203,25 +206,26 @@ def _title_element(body: lxml_html.HtmlElement) -> str | None:
 
 
 def _price_text(body: lxml_html.HtmlElement, itemprops: dict[str, list[Any]]) -> tuple[str | None, str]:
+    """The shown price: a loose `itemprop="price"`, else the first element stating one amount with
+    a currency whose id names a price (`#priceblock_ourprice`, `#price`: one per page), else whose
+    class does (classes repeat in "bought together" and carousel widgets further down)."""
     for value in itemprops.get("price", []):
         if isinstance(value, str) and parse_price(value):
             return value, "itemprop"
-    for element in body.iter():
-        if not isinstance(element.tag, str):
-            continue
-        hint = _hint(element)
-        if not _PRICE_HINT.search(hint) or _NOT_PRICE.search(hint):
-            continue
-        text = _text(element)
-        if not text or len(text) > 40 or not _AMOUNT.search(text):
-            continue
-        if not (_CODE.search(text) or any(s in text for s, _ in _SIGNS) or "$" in text):
-            continue
-        label = (element.get("id") or element.get("class") or "").split()[0] if hint.strip() else ""
-        return (
-            text,
-            f"html:price-element {element.tag}{'#' + element.get('id') if element.get('id') else ''}{' .' + label if label and not element.get('id') else ''}",
-        )
+    for attr in ("id", "class"):
+        for element in body.iter():
+            if not isinstance(element.tag, str):
+                continue
+            hint = element.get(attr) or ""
+            if not _PRICE_HINT.search(hint) or _NOT_PRICE.search(_hint(element)):
+                continue
+            text = _text(element)
+            if not text or len(text) > 40 or len(_AMOUNT.findall(text)) != 1:
+                continue
+            if not (_CODE.search(text) or any(sign in text for sign, _ in _SIGNS) or "$" in text):
+                continue
+            where = f"#{hint}" if attr == "id" else f".{hint.split()[0]}"
+            return text, f"html:price-element {element.tag}{where}"
     return None, ""
 
 
@@ -285,6 +289,15 @@ def _stated_id(body: lxml_html.HtmlElement, itemprops: dict[str, list[Any]]) -> 
                 return value
     match = _ID_LABEL.search(_visible_text(body))
     return match.group("id") if match else None
+
+
+def url_identifier(url: str) -> str | None:
+    """The id an Amazon product URL states (`/dp/<ASIN>`, `/gp/product/<ASIN>`)."""
+    parts = urlsplit(url)
+    if "amazon." not in parts.netloc.lower():
+        return None
+    found = re.search(r"/(?:dp|gp/product)/([A-Z0-9]{10})(?:[/?]|$)", parts.path + "/")
+    return found.group(1) if found else None
 
 
 def _visible_text(body: lxml_html.HtmlElement) -> str:
