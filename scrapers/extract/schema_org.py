@@ -224,6 +224,13 @@ def _fill_from_meta(
         if len(found) == 1 and None not in found:
             product.currency = found.pop()
             product.sources["currency"] = "offer price text"
+    retailer_id = _identifier(metas.first("product:retailer_item_id"))
+    if retailer_id and product.sources.get("product_id") == "url":
+        # The structured data states no id; the page's `product:retailer_item_id` does. The
+        # URL-path key stays an alias, so a product the lake holds under it keeps that key.
+        product.id_aliases = list(dict.fromkeys([*product.id_aliases, product.product_id]))
+        product.product_id = retailer_id
+        product.sources["product_id"] = "meta:product:retailer_item_id"
     if not product.images:
         product.images = image_urls(metas.all("og:image") + metas.all("og:image:url"), url)
         if product.images:
