@@ -63,3 +63,16 @@ def test_a_page_that_is_not_a_product_gives_none(name):
 )  # fmt: skip
 def test_a_price_texts_currency_is_named_only_when_unambiguous(text, lang, iso):
     assert currency_of(text, lang) == iso
+
+
+def test_a_listing_gives_no_product_and_a_product_page_skips_its_recommendation_cards():
+    """books.toscrape.com (portia's saved pages): the listing's prices and buttons are all in
+    product cards; the product page shows no buy button of its own, only in "recently viewed"."""
+    assert _extract("portia_books-toscrape-listing").products == []
+    product = _extract("portia_books-toscrape-product").products[0]
+    assert (product.title, product.price, product.currency) == ("Sharp Objects", Decimal("47.82"), "GBP")
+    assert (product.product_id, product.availability) == ("e00eb4fd7b871a48", "InStock")  # UPC row
+    assert product.images == [
+        "http://books.toscrape.com/media/cache/c0/59/c05972805aa7201171b8fc71a5b00292.jpg"
+    ]
+    assert product.sources["image"] == "html:image-alt"

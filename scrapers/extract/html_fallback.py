@@ -64,8 +64,9 @@ _BRAND_TEXT = re.compile(
 )
 _AUTHOR = re.compile(r"(?i)^(?:by|von|de|par|di|door)\s|\(|:|\d")
 _ID_LABEL = re.compile(
-    r"(?im)(?:^|\s)(?:sku|item\s*(?:#|no\.?|number)|art\.?-?nr\.?|artikelnummer|asin|product code|"
-    r"style\s*#|r[ée]f(?:[ée]rence)?\.?|referencia)\s*[:#]?\s*(?P<id>[A-Z0-9][A-Z0-9_-]{3,30})\b"
+    r"(?im)(?:^|\s)(?:sku|upc|ean|gtin|mpn|isbn(?:-1[03])?|item\s*(?:#|no\.?|number)|art\.?-?nr\.?|"
+    r"artikelnummer|asin|product code|style\s*#|r[ée]f(?:[ée]rence)?\.?|referencia)\s*[:#]?\s*"
+    r"(?P<id>(?=[\w-]*\d)[A-Z0-9][A-Z0-9_-]{3,30})\b"
 )
 _OUT = re.compile(
     r"(?i)out of stock|sold out|not available|unavailable|currently unavailable|ausverkauft|"
@@ -93,13 +94,15 @@ def html_product(
     if og_type and "product" not in og_type:
         return None  # an article, a profile, a video: the page says what it is
     sources: dict[str, str] = {}
+    cards = _cards(body)
     title = _pick(sources, "title", _itemprop_text(itemprops, "name"), "itemprop")
     title = title or _pick(sources, "title", _title_element(body), "html:title-element")
     title = title or _pick(sources, "title", clean_title(_first(metas, "og:title")), "meta:og:title")
-    price_text, price_source = _price_text(body, itemprops)
+    price_text, price_source = _price_text(body, itemprops, cards)
     price = parse_price(price_text, lang=lang) if price_text else None
-    if not title or not price or not (_buyable(body) or "product" in og_type):
-        return None
+    product_page = "product" in og_type or _buy_controls(body, cards) or _stock_element(body, cards)
+    if not title or not price or not product_page:
+        return None  # not a product page, or a listing (its prices are all in product cards)
     sources["price"] = price_source
     currency = _currency(_itemprop_text(itemprops, "priceCurrency")) or _currency(
         _first(metas, "product:price:currency")
@@ -108,7 +111,7 @@ def html_product(
         sources["currency"] = "itemprop/meta"
     else:
         currency = _pick(sources, "currency", currency_of(price_text, lang), price_source)
-    images = _images(body, itemprops, metas, url, sources)
+    images = _images(body, itemprops, metas, url, sources, title)
     brand = _pick(sources, "brand", _itemprop_text(itemprops, "brand"), "itemprop")
     brand = brand or _pick(
         sources, "brand", clean_title(_first(metas, "product:brand") or _first(metas, "og:brand")), "meta"
@@ -122,7 +125,9 @@ def html_product(
     if availability:
         sources["availability"] = "itemprop/meta"
     else:
-        availability = _pick(sources, "availability", _stock_element(body), "html:availability-element")
+        availability = _pick(
+            sources, "availability", _stock_element(body, cards), "html:availability-element"
+        )
     return NormalizedProduct(
         product_id=product_id or urlsplit(canonical).path.rstrip("/") or canonical,
         url=canonical,
@@ -205,7 +210,9 @@ def _title_element(body: lxml_html.HtmlElement) -> str | None:
     return clean_title(headings[0]) if len(headings) == 1 else None
 
 
-def _price_text(body: lxml_html.HtmlElement, itemprops: dict[str, list[Any]]) -> tuple[str | None, str]:
+def _price_text(
+    body: lxml_html.HtmlElement, itemprops: dict[str, list[Any]], cards: set[lxml_html.HtmlElement]
+) -> tuple[str | None, str]:
     """The shown price: a loose `itemprop="price"`, else the first element stating one amount with
     a currency whose id names a price (`#priceblock_ourprice`, `#price`: one per page), else whose
     class does (classes repeat in "bought together" and carousel widgets further down)."""
@@ -220,7 +227,7 @@ def _price_text(body: lxml_html.HtmlElement, itemprops: dict[str, list[Any]]) ->
             if not _PRICE_HINT.search(hint) or _NOT_PRICE.search(_hint(element)):
                 continue
             text = _text(element)
-            if not text or len(text) > 40 or len(_AMOUNT.findall(text)) != 1:
+            if not text or len(text) > 40 or len(_AMOUNT.findall(text)) != 1 or _in_card(element, cards):
                 continue
             if not (_CODE.search(text) or any(sign in text for sign, _ in _SIGNS) or "$" in text):
                 continue
@@ -235,6 +242,7 @@ def _images(
     metas: dict[str, list[str]],
     url: str,
     sources: dict[str, str],
+    title: str,
 ) -> list[str]:
     for value in itemprops.get("image", []):
         found = absolute_url(value, url) if isinstance(value, str) else None
@@ -245,17 +253,34 @@ def _images(
     if og:
         sources["image"] = "meta:og:image"
         return [og]
+    for img in body.iter("img"):  # the picture the page labels with the product's name
+        found = _img_url(img, url)
+        if found and title and _fold(img.get("alt")) == _fold(title):
+            sources["image"] = "html:image-alt"
+            return [found]
     for img in body.iter("img"):
         holder = img.getparent()
         hints = _hint(img) + " " + (_hint(holder) if holder is not None else "")
         if not _IMAGE_HINT.search(hints):
             continue
-        for attr in ("src", "data-old-hires", "data-src", "data-zoom-image", "data-large"):
-            found = absolute_url(img.get(attr), url)
-            if found and not found.lower().endswith((".gif", ".svg")):
-                sources["image"] = f"html:image-element {attr}"
-                return [found]
+        found = _img_url(img, url)
+        if found:
+            sources["image"] = "html:image-element"
+            return [found]
     return []
+
+
+def _img_url(img: lxml_html.HtmlElement, url: str) -> str | None:
+    """The picture's URL; a `data:` placeholder's real one is in `data-old-hires` / `data-src`."""
+    for attr in ("src", "data-old-hires", "data-src", "data-zoom-image", "data-large"):
+        found = absolute_url(img.get(attr), url)
+        if found and not found.lower().endswith((".gif", ".svg")):
+            return found
+    return None
+
+
+def _fold(text: str | None) -> str:
+    return " ".join((text or "").casefold().split())
 
 
 def _brand_element(body: lxml_html.HtmlElement) -> str | None:
@@ -311,29 +336,73 @@ def _visible_text(body: lxml_html.HtmlElement) -> str:
     return "\n".join(parts)[:50_000]
 
 
-def _stock_element(body: lxml_html.HtmlElement) -> str | None:
-    for element in body.iter():
-        if not isinstance(element.tag, str) or not _STOCK_HINT.search(element.get("id") or ""):
-            continue
-        text = _text(element)
-        if not text or len(text) > 200:
-            continue
-        if _OUT.search(text):
-            return "OutOfStock"
-        if _IN.search(text):
-            return "InStock"
+def _stock_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> str | None:
+    """The stock an element named for it states: by id first (one per page), then by class."""
+    for attr in ("id", "class"):
+        for element in body.iter():
+            if not isinstance(element.tag, str) or not _STOCK_HINT.search(element.get(attr) or ""):
+                continue
+            if _in_card(element, cards):
+                continue
+            text = _text(element)
+            if not text or len(text) > 200:
+                continue
+            if _OUT.search(text):
+                return "OutOfStock"
+            if _IN.search(text):
+                return "InStock"
     return None
 
 
-def _buyable(body: lxml_html.HtmlElement) -> bool:
-    for element in body.iter("button", "input", "a", "form", "span", "div"):
-        if _BUY_ATTR.search(_hint(element)) or _BUY_ATTR.search(element.get("name") or ""):
-            return True
-        if element.tag in ("button", "input", "a"):
-            label = element.get("value") or element.get("title") or _text(element)
-            if label and len(label) < 60 and _BUY.search(label):
-                return True
-    return False
+def _buy_controls(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> int:
+    """Buy buttons, links and forms outside product cards (the page's own product's)."""
+    count = 0
+    for element in body.iter("button", "input", "a"):
+        if _in_card(element, cards):
+            continue
+        label = element.get("value") or element.get("title") or _text(element)
+        named = _BUY_ATTR.search(_hint(element)) or _BUY_ATTR.search(element.get("name") or "")
+        if named or (label and len(label) < 60 and _BUY.search(label)):
+            count += 1
+    return count
+
+
+_MONEY = re.compile(r"(?:[€£$]|\b(?:EUR|USD|GBP|CHF)\b)\s?\d|\d\s?(?:[€£$]|\b(?:EUR|USD|GBP|CHF)\b)")
+
+
+def _cards(body: lxml_html.HtmlElement) -> set[lxml_html.HtmlElement]:
+    """Product cards: three or more sibling elements of one tag and class, each a short block
+    showing a picture and a price (a listing's items, a "recently viewed" or "bought together"
+    row). Their prices, titles and
+    buttons are other products'."""
+    groups: dict[tuple[Any, str, str], list[lxml_html.HtmlElement]] = {}
+    for parent in body.iter():
+        if not isinstance(parent.tag, str):
+            continue
+        for element in parent:  # siblings: a row of cards shares its parent
+            if (
+                isinstance(element.tag, str)
+                and element.get("class")
+                and element.tag not in ("span", "p", "a")
+            ):
+                groups.setdefault((parent, element.tag, element.get("class") or ""), []).append(element)
+    # The elements themselves, not id()s: lxml makes a new proxy for a node no one holds, so an
+    # id() could name another element later; holding them keeps each node's one proxy.
+    out: set[lxml_html.HtmlElement] = set()
+    for members in groups.values():
+        if len(members) >= 3:
+            priced = [
+                m
+                for m in members
+                if len(_text(m)) < 600 and _MONEY.search(_text(m)) and next(m.iter("img"), None) is not None
+            ]
+            if len(priced) >= 3:
+                out.update(priced)
+    return out
+
+
+def _in_card(element: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> bool:
+    return any(a in cards for a in (element, *element.iterancestors())) if cards else False
 
 
 def _currency(value: str | None) -> str | None:
