@@ -94,6 +94,12 @@ class LakePipeline:
         observed = self.seen_at or dt.datetime.fromisoformat(item.observed_at)
         if item.kind == "product":
             product = NormalizedProduct.from_json(item.data)
+            if product.product_id not in self.first_seen:
+                # Identifier rules changed (issue 27): a product the lake holds under the key the
+                # earlier rules gave keeps that key, its first_seen_at and its freshness evidence.
+                held = next((a for a in product.id_aliases if a in self.first_seen), None)
+                if held is not None:
+                    product.product_id = held
             digest = product.content_hash()
             key = (product.product_id, digest)
             if key in self.known_hashes or key in self.pending_products:

@@ -18,12 +18,20 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from lookbench_live.schema.taxonomy import default_taxonomy
 from lookbench_live.scrapers.extract import decode_body, extract_document
 
 CORPUS = Path(__file__).parent / "corpus"
-FACTS = ("title", "price", "currency", "image", "brand", "color", "material", "category")
+FACTS = (
+    "title", "price", "currency", "image", "brand", "product_id", "availability", "color", "material",
+    "category",
+)  # fmt: skip
 NO_INVENTION = ("color", "material")  # absent or different in expected = invented
+# Every payload belongs to one split: "dev" (the rules were written looking at these) or
+# "heldout" (42 payloads set aside before labelling, scored once per change, never tuned on).
+SPLITS = ("dev", "heldout")
 
 
 def _norm(text: Any) -> str:
@@ -99,17 +107,19 @@ def measure() -> tuple[dict[str, Score], list[tuple[str, Score]]]:
                 continue
             want, got = case["facts"][fact], _value(product, fact)
             stated = want is not None
-            if not stated and got is None:
-                continue
+            if not stated and (got is None or fact == "product_id"):
+                continue  # every product has a key; one the page does not state is not a fact
             score.total += 1
             if _same(fact, got, want):
                 score.right += 1
                 continue
             score.misses.append(f"{fact}: got {got!r}, want {want!r}")
-            if fact in NO_INVENTION and got is not None:
+            if got is not None and (fact in NO_INVENTION or not stated):
                 score.invented.append(f"{payload.name}: {fact} {got!r} (want {want!r})")
         rows.append((payload.name, score))
-        keys = ["all", "messy" if case["messy"] else "clean", f"platform:{case['platform']}"]
+        split = case.get("split", "dev")
+        kind = "messy" if case["messy"] else "clean"
+        keys = [split, f"{split}:{kind}", f"{split}:platform:{case['platform']}"]
         for key in keys:
             group = groups.setdefault(key, Score())
             group.right += score.right
@@ -131,7 +141,12 @@ def test_corpus_is_real_sized_and_documented():
     assert len(payloads) >= 40
     assert {p.name.rsplit(".", 1)[0] for p in payloads} == expected
     assert all(p.stat().st_size < 200_000 for p in payloads)
-    assert sum(p.stat().st_size for p in payloads) < 3_000_000
+    assert sum(p.stat().st_size for p in payloads) < 5_000_000
+    splits = [
+        json.loads(p.read_text(encoding="utf-8")).get("split", "dev")
+        for p in (CORPUS / "expected").glob("*.json")
+    ]
+    assert set(splits) == set(SPLITS) and splits.count("heldout") >= 40
     sources = (CORPUS / "SOURCES.md").read_text(encoding="utf-8")
     assert all(p.name in sources for p in payloads)
 
@@ -165,15 +180,23 @@ def test_every_payload_names_its_public_source_and_none_is_excluded():
     assert len(languages) >= 3 and len({cells[2] for cells in rows.values()}) >= 4
 
 
-def test_extraction_accuracy_on_real_payloads():
+# The goal is 97% of facts (messy 90%) on both splits. The dev split meets it; the held-out
+# split is held to what was measured (docs/scrapers.md: 151/192, messy 97/138), so a change that
+# loses held-out facts fails here, and to no invented fact. Raise these as the goal is reached.
+FLOORS = {"dev": (0.97, 0.90), "heldout": (0.78, 0.70)}
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_extraction_accuracy_on_real_payloads(split):
     groups, rows = measure()
     print("\n" + report(groups))
     for name, score in rows:
         for miss in score.misses:
             print(f"  {name}: {miss}")
-    assert not groups["all"].invented, groups["all"].invented
-    assert groups["all"].accuracy >= 0.97, report(groups)
-    assert groups["messy"].accuracy >= 0.90, report(groups)
+    assert not groups[split].invented, groups[split].invented
+    overall, messy = FLOORS[split]
+    assert groups[split].accuracy >= overall, report(groups)
+    assert groups[f"{split}:messy"].accuracy >= messy, report(groups)
 
 
 def test_extract_command_gives_the_measured_facts(cli):

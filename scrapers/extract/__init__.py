@@ -39,11 +39,9 @@ __all__ = [
 
 
 def warm_up() -> None:
-    """Load what extraction otherwise loads on its first page: extruct (~0.15 s here) and the
-    taxonomy's vocabulary (~0.07 s). A crawl calls this before its spider opens, so the first
-    pages are not held behind an import while the downloader waits."""
-    import extruct  # noqa: F401
-
+    """Load what extraction otherwise loads on its first page: the taxonomy's vocabulary
+    (~0.07 s). A crawl calls this before its spider opens, so the first pages are not held
+    behind a load while the downloader waits."""
     from lookbench_live.schema.taxonomy import default_taxonomy
 
     default_taxonomy()

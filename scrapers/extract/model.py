@@ -8,10 +8,19 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lookbench_live.schema.records import Look, Product, dumps
 from lookbench_live.scrapers.extract.values import decimal_text
+
+if TYPE_CHECKING:
+    from lookbench_live.schema.records import Look, Product
+
+
+def dumps(payload: Any) -> str:
+    """Canonical JSON, the same text as `schema.records.dumps` (a test holds them equal): the
+    records module imports pyarrow (about 0.3 s), which `extract` and the hash never use."""
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
 
 # Fields that identify the content of a product; timestamps and the raw payload are left out,
 # so a product that only got a new `updated_at` is not a change.
@@ -45,6 +54,11 @@ class NormalizedProduct:
     published_at: dt.datetime | None = None
     updated_at: dt.datetime | None = None
     raw: Any = None
+    # Keys this product had under earlier identifier rules (issue 27: offers' sku, blank skus).
+    # Not content: the pipeline keeps the lake's key when it holds the product under one.
+    id_aliases: list[str] = field(default_factory=list)
+    # Where each extracted fact came from ("jsonld", "microdata", "opengraph", "html:h1"…).
+    sources: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """JSON-safe dict: decimals as strings, datetimes ISO 8601, `raw` kept as is (the same
@@ -55,8 +69,9 @@ class NormalizedProduct:
             out[key] = decimal_text(out[key])
         for key in ("published_at", "updated_at"):
             out[key] = out[key].isoformat() if out[key] else None
-        for key in ("category_path", "tags", "images"):
+        for key in ("category_path", "tags", "images", "id_aliases"):
             out[key] = list(out[key])
+        out["sources"] = dict(self.sources)
         out["variants"] = copy.deepcopy(self.variants)
         return out
 
@@ -76,6 +91,8 @@ class NormalizedProduct:
         return hashlib.sha256(dumps(canonical).encode()).hexdigest()
 
     def to_record(self, source: str, first_seen_at: dt.datetime) -> Product:
+        from lookbench_live.schema.records import Product
+
         data = self.to_json()
         raw = self.raw
         return Product(
@@ -137,6 +154,8 @@ class LookData:
         return cls(**{k: v for k, v in values.items() if k in cls.__slots__})
 
     def to_record(self, source: str, first_seen_at: dt.datetime) -> Look:
+        from lookbench_live.schema.records import Look
+
         return Look(
             look_id=self.look_id,
             source=source,

@@ -1,4 +1,4 @@
-"""schema.org Product data in an HTML page: JSON-LD first, microdata (extruct) and OpenGraph
+"""schema.org Product data in an HTML page: JSON-LD first, microdata (microdata.py) and OpenGraph
 as fallbacks, merged into one normalized product per item shown.
 
 Several Product nodes for one item (one per size or colour, or a `ProductGroup` with
@@ -9,6 +9,7 @@ the page shows (matched by URL, `?variant=`/`?color=`, or SKU), not of the first
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 from urllib.parse import parse_qs, urlsplit, urlunsplit
@@ -76,6 +77,7 @@ def extract_schema_org(
     groups = _group(products, index)
     page_text = _page_text(tree) if len(groups) == 1 else None
     breadcrumbs = _breadcrumbs(nodes)
+    candidates: list[_Candidate] = []
     for group_node, members in groups:
         try:
             product = _normalize(group_node, members, index, url, canonical, lang, page_text, breadcrumbs)
@@ -83,14 +85,114 @@ def extract_schema_org(
             out.problems.append(Problem("bad_product_node", f"{type(exc).__name__}: {exc}"[:300]))
             continue
         product.raw = {"source": source, "nodes": [group_node, *members] if group_node else members}
-        out.products.append(product)
+        shown = _shown(members, url) or group_node or {}
+        candidates.append(
+            _Candidate(product, absolute_url(shown.get("url"), url), _stated_id(group_node, members, shown))
+        )
+    out.products.extend(_page_products(candidates, url, canonical, tree, metas, out.problems))
+    for product in out.products:
+        _note_sources(product, source)
     if not out.products:
         product = _opengraph_product(tree, metas, url, canonical, lang)
+        if product is None:
+            from lookbench_live.scrapers.extract.html_fallback import html_product
+            from lookbench_live.scrapers.extract.microdata import itemprop_values
+
+            product = html_product(tree, url, canonical, metas.values, itemprop_values(tree, url), lang)
         if product is not None:
             out.products.append(product)
     elif len(out.products) == 1:
         _fill_from_meta(out.products[0], tree, metas, url, lang)
     return out
+
+
+_FACT_FIELDS = ("title", "brand", "price", "currency", "availability", "color", "material", "images")
+
+
+def _note_sources(product: NormalizedProduct, source: str) -> None:
+    """Which source gave each fact (`product.sources`); the fallbacks below name themselves."""
+    for name in _FACT_FIELDS:
+        if getattr(product, name):
+            product.sources.setdefault("image" if name == "images" else name, source)
+    product.sources.setdefault("product_id", source if not product.product_id.startswith("/") else "url")
+
+
+@dataclass(slots=True)
+class _Candidate:
+    product: NormalizedProduct
+    own_url: str | None  # the node's `url`
+    stated_id: str | None  # an id the node states (None: the key is a URL path)
+
+
+def _page_products(
+    candidates: list[_Candidate],
+    url: str,
+    canonical: str,
+    tree: lxml_html.HtmlElement,
+    metas: _Metas,
+    problems: list[Problem],
+) -> list[NormalizedProduct]:
+    """The page's own product first, then the others it lists or recommends. With several, the
+    page's is the one whose URL is the page's, else whose name is the page's title (`og:title`,
+    `<h1>`, `<title>`), else the only one without a URL of its own. The others keep their own
+    URL and an id of their own (stated, else their URL's path); one with neither is dropped
+    (`recommended_product_without_id`): keyed by the page's path it would pass for the page's
+    product. Only the page's product keeps its pre-issue-27 key as an alias."""
+    if len(candidates) <= 1:
+        return [c.product for c in candidates]
+    main = _page_product_index(candidates, url, canonical, tree, metas)
+    ordered = ([candidates[main]] if main is not None else []) + [
+        c for i, c in enumerate(candidates) if i != main
+    ]
+    out = []
+    for position, candidate in enumerate(ordered):
+        product = candidate.product
+        if main is not None and position == 0:
+            out.append(product)
+            continue
+        product.id_aliases = []
+        if candidate.own_url and not _same_page(candidate.own_url, url, canonical):
+            product.url = candidate.own_url
+        elif not candidate.stated_id:
+            problems.append(Problem("recommended_product_without_id", product.title or ""))
+            continue
+        if not candidate.stated_id and candidate.own_url:
+            product.product_id = urlsplit(candidate.own_url).path.rstrip("/") or candidate.own_url
+        out.append(product)
+    return out
+
+
+def _page_product_index(
+    candidates: list[_Candidate], url: str, canonical: str, tree: lxml_html.HtmlElement, metas: _Metas
+) -> int | None:
+    for index, candidate in enumerate(candidates):
+        if candidate.own_url and _same_page(candidate.own_url, url, canonical):
+            return index
+    titles = {_fold(metas.first("og:title")), _fold(tree.findtext(".//title"))}
+    titles |= {_fold(h.text_content()) for h in tree.iter("h1")}
+    titles.discard("")
+    named = [
+        i
+        for i, c in enumerate(candidates)
+        if c.product.title
+        and any(t == _fold(c.product.title) or t.startswith(_fold(c.product.title) + " ") for t in titles)
+    ]
+    if len(named) == 1:
+        return named[0]
+    unowned = [i for i, c in enumerate(candidates) if not c.own_url]
+    return unowned[0] if len(unowned) == 1 else None
+
+
+def _same_page(other: str, url: str, canonical: str) -> bool:
+    def key(value: str) -> tuple[str, str]:
+        parts = urlsplit(value)
+        return parts.netloc.lower().removeprefix("www."), parts.path.rstrip("/")
+
+    return key(other) in (key(url), key(canonical))
+
+
+def _fold(text: str | None) -> str:
+    return " ".join((text or "").casefold().split())
 
 
 def _fill_from_meta(
@@ -106,14 +208,45 @@ def _fill_from_meta(
     if product.price is None and price:
         product.price, product.price_max = price, price
         product.currency = product.currency or currency
+        product.sources.update(price="meta", currency="meta")
     elif product.currency is None and currency and price is not None and price == product.price:
         product.currency = currency
+        product.sources["currency"] = "meta"
+    if product.currency is None and product.price is not None:
+        # "lowPrice": "£49.00": the offer states its currency in the amount's text.
+        from lookbench_live.scrapers.extract.html_fallback import currency_of
+
+        texts = [
+            o.get(k) for n in (product.raw or {}).get("nodes", []) if isinstance(n, dict) for o in _offers(n)
+            for k in ("price", "lowPrice") if isinstance(o.get(k), str)
+        ]  # fmt: skip
+        found = {currency_of(t, lang) for t in texts if parse_price(t, lang=lang) == product.price}
+        if len(found) == 1 and None not in found:
+            product.currency = found.pop()
+            product.sources["currency"] = "offer price text"
+    retailer_id = _identifier(metas.first("product:retailer_item_id"))
+    if retailer_id and product.sources.get("product_id") == "url":
+        # The structured data states no id; the page's `product:retailer_item_id` does. The
+        # URL-path key stays an alias, so a product the lake holds under it keeps that key.
+        product.id_aliases = list(dict.fromkeys([*product.id_aliases, product.product_id]))
+        product.product_id = retailer_id
+        product.sources["product_id"] = "meta:product:retailer_item_id"
     if not product.images:
         product.images = image_urls(metas.all("og:image") + metas.all("og:image:url"), url)
+        if product.images:
+            product.sources["image"] = "meta"
+    if product.availability is None:
+        product.availability = normalize_availability(
+            metas.first("og:availability") or metas.first("product:availability")
+        )
+        if product.availability:
+            product.sources["availability"] = "meta"
     product.color = product.color or clean_title(metas.first("product:color"))
     product.material = product.material or clean_title(metas.first("product:material"))
     if not product.brand:
         product.brand = clean_title(metas.first("product:brand") or metas.first("og:brand"))
+        if product.brand:
+            product.sources["brand"] = "meta"
 
 
 _CURRENCY_KEYS = ("priceCurrency", "currencyCode", "currency_code", "currency")
@@ -281,7 +414,8 @@ def _normalize(
     if group is not None or not images:
         images += [u for u in image_urls(head.get("image"), url) if u not in images]
     category = _category(head.get("category") or shown.get("category")) or breadcrumbs
-    product_id = _product_id(group, members, shown, canonical)
+    product_id = _product_id(group, members, shown, canonical, url)
+    legacy_id = _legacy_product_id(group, members, shown, canonical)
     variants = []
     if len(nodes) > 1 or group is not None:
         for node in members:
@@ -300,6 +434,7 @@ def _normalize(
             )
     return NormalizedProduct(
         product_id=product_id,
+        id_aliases=[legacy_id] if legacy_id != product_id else [],
         url=canonical,
         platform="schema_org",
         title=title,
@@ -322,9 +457,68 @@ def _normalize(
     )
 
 
+# Identifier properties in the order they name this product (a sku over a barcode).
+_ID_KEYS = ("sku", "productID", "mpn", "gtin13", "gtin14", "gtin12", "gtin8", "gtin")
+
+
 def _product_id(
+    group: dict[str, Any] | None,
+    members: list[dict[str, Any]],
+    shown: dict[str, Any],
+    canonical: str,
+    url: str,
+) -> str:
+    """The product's key: the group's id, else (one node) its sku, its offers' one sku, productID,
+    mpn or GTIN; blank values (`"sku": " "`) are no id. Without any: the node's own URL path when it
+    states one, else the page's (a product recommended on another product's page is never keyed by
+    that page's path: `_page_products` drops it when it has neither)."""
+    stated = _stated_id(group, members, shown)
+    if stated:
+        return stated
+    own = absolute_url(shown.get("url"), url) if len(members) == 1 else None
+    path = urlsplit(own or canonical).path.rstrip("/")
+    return path or own or canonical
+
+
+def _stated_id(
+    group: dict[str, Any] | None, members: list[dict[str, Any]], shown: dict[str, Any]
+) -> str | None:
+    if group is not None:
+        for key in ("productGroupID", "sku", "productID", "mpn"):
+            if _identifier(group.get(key)):
+                return _identifier(group.get(key))
+    for key in ("inProductGroupWithID", "productGroupID"):
+        if _identifier(shown.get(key)):
+            return _identifier(shown.get(key))
+    return _node_identifier(shown) if len(members) == 1 else None
+
+
+def _node_identifier(node: dict[str, Any]) -> str | None:
+    if _identifier(node.get("sku")):
+        return _identifier(node.get("sku"))
+    skus = {_identifier(o.get("sku")) for o in _offers(node)} - {None}
+    if len(skus) == 1:  # one offer's sku (or all offers agree): the product's
+        return skus.pop()
+    for key in _ID_KEYS[1:]:
+        if _identifier(node.get(key)):
+            return _identifier(node.get(key))
+    return None
+
+
+def _identifier(value: Any) -> str | None:
+    """An id value as text: strings and numbers, stripped; blank, "null" or nested ones are none."""
+    value = _scalar(value)
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return None
+    text = str(value).strip()
+    return text if text and text.lower() not in ("null", "none", "undefined", "n/a") else None
+
+
+def _legacy_product_id(
     group: dict[str, Any] | None, members: list[dict[str, Any]], shown: dict[str, Any], canonical: str
 ) -> str:
+    """The key the rules before issue 27 gave (kept verbatim, blank skus included): the pipeline
+    keeps a product under this key when the lake already holds it there (`id_aliases`)."""
     if group is not None:
         for key in ("productGroupID", "sku", "productID", "mpn"):
             if _scalar(group.get(key)):
@@ -431,15 +625,17 @@ def _breadcrumbs(nodes: list[dict[str, Any]]) -> list[str]:
 
 
 def _microdata_products(tree: lxml_html.HtmlElement, url: str) -> list[dict[str, Any]]:
-    # The page's one parsed tree, not the text: extruct would parse the whole page again
-    # (its text extraction works on copies, so the tree is not changed).
-    try:
-        import extruct
+    from lookbench_live.scrapers.extract.microdata import microdata_items
 
-        data = extruct.extract(tree, base_url=url, syntaxes=["microdata"], uniform=True, errors="ignore")
-    except Exception:
-        return []
-    return [n for n in data.get("microdata", []) if isinstance(n, dict) and type_names(n) & PRODUCT_TYPES]
+    found = []
+    stack = list(microdata_items(tree, url))
+    while stack:  # a Product nested in another item (a WebPage's mainEntity) counts too
+        node = stack.pop(0)
+        if type_names(node) & PRODUCT_TYPES:
+            found.append(node)
+            continue
+        stack.extend(v for v in node.values() if isinstance(v, dict))
+    return found
 
 
 class _Metas:
@@ -473,16 +669,26 @@ def _opengraph_product(
     title = clean_title(metas.first("og:title"))
     description = clean_text(metas.first("og:description"))
     price = parse_price(amount, lang=lang)
+    og_url = absolute_url(metas.first("og:url"), url)
+    headings = {" ".join(h.text_content().split()).casefold() for h in tree.iter("h1")}
+    # A removed product's page keeps `og:type` product with a placeholder ("PDP", price "null",
+    # og:url the home page): a product needs a price, or a title the page shows as its heading.
+    if og_url and urlsplit(og_url).path in ("", "/"):
+        return None
+    if not title or (not price and title.casefold() not in headings):
+        return None
     currency = metas.first("product:price:currency") or metas.first("og:price:currency")
     sale = parse_price(metas.first("product:sale_price:amount"), lang=lang)
     compare = None
     if sale is not None and price is not None and sale < price:
         price, compare = sale, price
     page_text = _page_text(tree)
+    path_id = urlsplit(canonical).path.rstrip("/") or canonical
+    legacy_id = metas.first("product:retailer_item_id") or path_id
+    product_id = _identifier(metas.first("product:retailer_item_id")) or path_id
     return NormalizedProduct(
-        product_id=metas.first("product:retailer_item_id")
-        or urlsplit(canonical).path.rstrip("/")
-        or canonical,
+        product_id=product_id,
+        id_aliases=[legacy_id] if legacy_id != product_id else [],
         url=canonical,
         platform="schema_org",
         title=title,
@@ -506,6 +712,9 @@ def _opengraph_product(
         description=description,
         images=image_urls(metas.all("og:image") + metas.all("og:image:url"), url),
         raw={"source": "opengraph", "url": url},
+        sources={"title": "meta:og:title", "price": "meta:product:price:amount"}
+        if price
+        else {"title": "meta:og:title"},
     )
 
 

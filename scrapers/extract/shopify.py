@@ -145,6 +145,21 @@ def shopify_product(item: dict[str, Any], root: str, page_url: str | None = None
         availability: str | None = "InStock"
     elif variants and all(v.get("available") is False for v in variants):
         availability = "OutOfStock"
+    elif variants and all(v.get("available") is None for v in variants):
+        # The Admin API's products.json states stock, not `available`: a variant with stock on
+        # hand, or sold when out of stock (`inventory_policy` "continue"), can be bought.
+        stock = [r for r in item.get("variants") or [] if isinstance(r, dict)]
+        counted = [r for r in stock if isinstance(r.get("inventory_quantity"), int)]
+        if any(r["inventory_quantity"] > 0 or r.get("inventory_policy") == "continue" for r in counted):
+            availability = "InStock"
+        elif (
+            counted
+            and len(counted) == len(stock)
+            and all(r.get("inventory_policy") == "deny" for r in counted)
+        ):
+            availability = "OutOfStock"
+        else:
+            availability = None
     else:
         availability = None
     images_raw = sorted(

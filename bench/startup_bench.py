@@ -1,0 +1,62 @@
+"""Start-up time of `lookbench-live extract`, `--help` and `taxonomy` against a floor.
+
+    .venv/bin/python bench/startup_bench.py [--runs 15]
+
+Each command runs as a fresh process (`python -m lookbench_live.cli …`, as the console script
+does), interleaved with the floor `python -c "import lxml, extruct"` (what extraction needs) and
+`python -c pass`, so a busy machine slows all of them alike. Reported: the median and the
+minimum wall time of each, and `extract`'s median excess over the floor (the issue's budget:
+0.15 s; `--help` and `taxonomy` under 0.3 s). The extracted page is a real corpus page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "tests" / "corpus" / "payloads" / "page_weekday-sale.html"
+CLI = [sys.executable, "-m", "lookbench_live.cli"]
+COMMANDS = {
+    "python -c pass": [sys.executable, "-c", "pass"],
+    "import lxml, extruct": [sys.executable, "-c", "import lxml, extruct"],
+    "extract PAGE": [*CLI, "extract", str(PAGE), "--url", "https://www.weekday.com/p"],
+    "--help": [*CLI, "--help"],
+    "taxonomy": [*CLI, "taxonomy"],
+}
+
+
+def wall(command: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "DO_NOT_TRACK": "1"}
+    for command in COMMANDS.values():  # warm the file cache and the bytecode
+        wall(command, env)
+    times: dict[str, list[float]] = {name: [] for name in COMMANDS}
+    for _ in range(args.runs):
+        for name, command in COMMANDS.items():
+            times[name].append(wall(command, env))
+    print(f"{'command':24s} {'median s':>9s} {'min s':>7s}   ({args.runs} runs, interleaved)")
+    for name, values in times.items():
+        print(f"{name:24s} {statistics.median(values):9.3f} {min(values):7.3f}")
+    floor = statistics.median(times["import lxml, extruct"])
+    excess = [e - f for e, f in zip(times["extract PAGE"], times["import lxml, extruct"], strict=True)]
+    print(
+        f"extract over the floor: median {statistics.median(excess):+.3f} s (budget +0.150 s; floor {floor:.3f} s)"
+    )
+
+
+if __name__ == "__main__":
+    main()

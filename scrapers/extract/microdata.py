@@ -1,0 +1,105 @@
+"""schema.org microdata (`itemscope` / `itemtype` / `itemprop`) read from the page's lxml tree.
+
+The shape is extruct's "uniform" one (`{"@type": "Product", "name": …, "offers": {…}}`, a
+property stated twice becomes a list), so the JSON-LD code reads both. It is read here rather
+than through extruct because importing extruct loads rdflib, mf2py, BeautifulSoup and requests
+(about 0.4 s) for the one syntax extraction uses: `lookbench-live extract` starts without them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lxml import html as lxml_html
+
+from lookbench_live.scrapers.extract.values import absolute_url
+
+MAX_DEPTH = 24  # nested items deeper than this are not product data
+_URL_ATTRS = {"a": "href", "area": "href", "link": "href", "img": "src", "audio": "src", "embed": "src",
+              "iframe": "src", "source": "src", "track": "src", "video": "src", "object": "data"}  # fmt: skip
+
+
+def microdata_items(tree: lxml_html.HtmlElement, url: str) -> list[dict[str, Any]]:
+    """Top-level items of the page (an `itemscope` that is no other item's property), in order."""
+    out = []
+    for element in tree.iter():
+        if not isinstance(element.tag, str) or element.get("itemscope") is None:
+            continue
+        if element.get("itemprop") is not None and _owner(element) is not None:
+            continue
+        out.append(_item(element, url, 0))
+    return out
+
+
+def itemprop_values(tree: lxml_html.HtmlElement, url: str) -> dict[str, list[Any]]:
+    """Every `itemprop` of the page that belongs to no item (fragments a template left outside
+    its Product), by property name, in page order."""
+    out: dict[str, list[Any]] = {}
+    for element in tree.iter():
+        if not isinstance(element.tag, str) or element.get("itemprop") is None:
+            continue
+        if _owner(element) is not None:
+            continue
+        value = _item(element, url, 0) if element.get("itemscope") is not None else _value(element, url)
+        for name in element.get("itemprop", "").split():
+            if value not in (None, ""):
+                out.setdefault(name, []).append(value)
+    return out
+
+
+def _owner(element: lxml_html.HtmlElement) -> lxml_html.HtmlElement | None:
+    parent = element.getparent()
+    while parent is not None:
+        if parent.get("itemscope") is not None:
+            return parent
+        parent = parent.getparent()
+    return None
+
+
+def _item(element: lxml_html.HtmlElement, url: str, depth: int) -> dict[str, Any]:
+    item: dict[str, Any] = {}
+    types = (element.get("itemtype") or "").split()
+    if types:
+        names = [t.rstrip("/").rsplit("/", 1)[-1] for t in types]
+        item["@type"] = names[0] if len(names) == 1 else names
+        item["@context"] = types[0].rstrip("/").rsplit("/", 1)[0]
+    if element.get("itemid"):
+        item["@id"] = element.get("itemid")
+    if depth > MAX_DEPTH:
+        return item
+    for prop in _properties(element):
+        value = _item(prop, url, depth + 1) if prop.get("itemscope") is not None else _value(prop, url)
+        if value in (None, ""):
+            continue
+        for name in (prop.get("itemprop") or "").split():
+            if name in item and name not in ("@type", "@context", "@id"):
+                item[name] = (item[name] if isinstance(item[name], list) else [item[name]]) + [value]
+            else:
+                item[name] = value
+    return item
+
+
+def _properties(element: lxml_html.HtmlElement) -> list[lxml_html.HtmlElement]:
+    """The `itemprop` elements below `element` that belong to it (not to a nested item)."""
+    out = []
+    stack = list(reversed([c for c in element if isinstance(c.tag, str)]))
+    while stack:
+        child = stack.pop()
+        if child.get("itemprop") is not None:
+            out.append(child)
+        if child.get("itemscope") is None:
+            stack.extend(reversed([c for c in child if isinstance(c.tag, str)]))
+    return out
+
+
+def _value(element: lxml_html.HtmlElement, url: str) -> Any:
+    tag = element.tag.lower() if isinstance(element.tag, str) else ""
+    if element.get("content") is not None:
+        return element.get("content").strip()
+    if tag in _URL_ATTRS:
+        return absolute_url(element.get(_URL_ATTRS[tag]), url) or ""
+    if tag in ("data", "meter") and element.get("value") is not None:
+        return element.get("value").strip()
+    if tag == "time" and element.get("datetime"):
+        return element.get("datetime").strip()
+    return " ".join(element.text_content().split())

@@ -1,0 +1,124 @@
+"""Cut a saved page down to what extraction reads, for tests/corpus (each payload < 200 kB).
+
+    .venv/bin/python scripts/trim_corpus_page.py IN.html OUT.html [--max-bytes 190000]
+
+Removed, in this order until the page fits: comments, non-JSON scripts, styles, svg, noscript,
+iframes, stylesheet/preload links, `style`/`srcset`/`sizes`/event attributes; then header, footer
+and nav; then JSON state scripts over 40 kB (JSON-LD is always kept); then `<option>` lists and
+long link lists. Text, classes, ids, `itemprop`, `<meta>` and `<img src>` are kept, so
+the page's visible title, price block and gallery stay as the site served them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from lxml import html as lxml_html
+
+from lookbench_live.scrapers.extract import decode_body
+
+DROP_ATTRS = ("style", "srcset", "sizes", "data-srcset", "onclick", "onload", "onerror", "onmouseover")
+
+
+def _drop(element: lxml_html.HtmlElement) -> None:
+    parent = element.getparent()
+    if parent is None:
+        return
+    tail = element.tail
+    parent.remove(element)
+    if tail and tail.strip():  # keep the text that followed it
+        prev = parent[-1] if len(parent) else None
+        if prev is not None:
+            prev.tail = (prev.tail or "") + tail
+        else:
+            parent.text = (parent.text or "") + tail
+
+
+# Blocks of other products and of reviews (Amazon's carousels, "customers also bought"): the
+# last cut, for pages that are still too large without them.
+_BLOCKS = "|".join(
+    f"//*[contains(translate(@id, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz'), '{w}') or "
+    f"contains(translate(@class, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz'), '{w}')]"
+    for w in (
+        "carousel",
+        "review",
+        "sims",
+        "rhf",
+        "similar",
+        "recommend",
+        "sponsored",
+        "navfooter",
+        "quickview",
+    )
+)
+
+
+def _drop_long_attributes(element: lxml_html.HtmlElement) -> None:
+    for name, value in list(element.attrib.items()):
+        if len(value) > 400 and name not in ("content", "src", "href"):
+            del element.attrib[name]
+
+
+def _size(tree: lxml_html.HtmlElement) -> int:
+    return len(lxml_html.tostring(tree, encoding="unicode").encode())
+
+
+def trim(text: str, max_bytes: int) -> str:
+    tree = lxml_html.document_fromstring(text)
+    for comment in tree.xpath("//comment()"):
+        _drop(comment)
+    for element in list(tree.iter()):
+        if not isinstance(element.tag, str):
+            continue
+        tag = element.tag.lower()
+        kind = (element.get("type") or "").split(";")[0].strip().lower()
+        script = tag == "script" and not kind.endswith("json")
+        styling = tag in ("style", "svg", "noscript", "iframe", "template") or tag.endswith("}svg")
+        link = tag == "link" and (element.get("rel") or "").lower() != "canonical"
+        if script or styling or link:
+            _drop(element)
+        else:
+            for attr in DROP_ATTRS:
+                element.attrib.pop(attr, None)
+    steps = [
+        lambda: [_drop(e) for e in tree.xpath("//header|//footer|//nav")],
+        lambda: [
+            _drop(e)
+            for e in tree.xpath("//script")
+            if "ld+json" not in (e.get("type") or "").lower() and len(e.text or "") > 40_000
+        ],
+        lambda: [_drop(e) for e in tree.xpath("//select")],
+        lambda: [_drop(e) for e in tree.xpath("//ul[count(li) > 15]|//ol[count(li) > 15]")],
+        lambda: [_drop(e) for e in tree.xpath("//*[@aria-hidden='true']|//*[@hidden]")],
+        lambda: [_drop_long_attributes(e) for e in tree.iter() if isinstance(e.tag, str)],
+        lambda: [_drop(e) for e in tree.xpath(_BLOCKS)],
+        lambda: [
+            _drop(e) for e in tree.xpath("//input[@type='hidden']|//form//ul|//table[count(.//tr) > 12]")
+        ],
+    ]
+    for element in tree.iter():  # whitespace runs left by the removed elements
+        if element.tail and not element.tail.strip():
+            element.tail = "\n" if "\n" in element.tail else " "
+        if isinstance(element.tag, str) and element.text and not element.text.strip():
+            element.text = "\n" if "\n" in element.text else " "
+    for step in steps:
+        if _size(tree) <= max_bytes:
+            break
+        step()
+    return "<!DOCTYPE html>\n" + lxml_html.tostring(tree, encoding="unicode")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("source", type=Path)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--max-bytes", type=int, default=190_000)
+    args = parser.parse_args()
+    text = trim(decode_body(args.source.read_bytes()), args.max_bytes)
+    args.out.write_text(text, encoding="utf-8")
+    print(f"{args.out}: {len(text.encode())} bytes")
+
+
+if __name__ == "__main__":
+    main()
