@@ -36,6 +36,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from lookbench_live import activity
 from lookbench_live.annotation import images as imgs
 from lookbench_live.annotation.annotator import (
     GroundedItem,
@@ -256,6 +257,7 @@ class Sink:
     def add(self, record: Record) -> None:
         if isinstance(record, Annotation):
             self.annotations.append(record)
+            activity.count("items annotated")
             if record.status == "ok":
                 self.result.ok += 1
                 for verdict in record.prior_agreement.values():

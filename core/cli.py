@@ -20,6 +20,7 @@ from lookbench_live.evaluation import cli as evaluation_cli
 from lookbench_live.flows import cli as flows_cli
 from lookbench_live.flows import models as models_cli
 from lookbench_live.generation import cli as generation_cli
+from lookbench_live.interrupt import Interrupted
 from lookbench_live.schema import cli as schema_cli
 from lookbench_live.scrapers import cli as scrapers_cli
 from lookbench_live.terminal import configure_terminal
@@ -89,6 +90,9 @@ def main() -> None:
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()
+        sys.exit(exc.exit_code)
+    except Interrupted as exc:  # stopped at a safe point after SIGINT/SIGTERM: 130 or 143
+        print(str(exc), file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)

@@ -14,13 +14,15 @@ DEPLOYMENT_NAME = "monthly-refresh"
 def refresh_deployment(settings: Settings, config_path: str | None, *, cron: str | None = None) -> Any:
     from lookbench_live.flows.refresh import refresh_flow, with_runner
 
-    schedule = Cron(cron or settings.flows.schedule_cron, timezone=settings.flows.timezone)
+    cron = cron or settings.flows.schedule_cron
+    schedule = Cron(cron, timezone=settings.flows.timezone)
     flow = with_runner(settings, refresh_flow)
     # Only the config path is a parameter: secrets stay in the environment (never in Prefect's database).
     return flow.to_deployment(
         name=DEPLOYMENT_NAME,
         schedule=schedule,
-        parameters={"config_path": config_path},
+        # The cron versions each run by its scheduled day (`refresh_version`), also when retried.
+        parameters={"config_path": config_path, "schedule": cron},
         description="The monthly LookBench-live refresh (crawl → … → release → evaluate → report).",
-        tags=["lookbench-live"],
+        tags=["lookbench-live", "refresh"],
     )

@@ -159,3 +159,19 @@ def test_read_commands_never_create_a_lake(tmp_path: Path, args: list[str]) -> N
     assert result["code"] == 1 and len(lines) == 1 and lines[0].startswith(f"error: no lake at {home}"), lines
     assert "--home" in lines[0]
     assert not home.exists() and not (tmp_path / "x").exists()
+
+
+def test_a_scheduled_month_keeps_its_version_when_its_run_is_retried_later_in_the_month() -> None:
+    """The deployment passes its cron (`schedule`): a run on the 1st and its retry on the 9th build
+    v20261201, while the as-of (stamped as `first_seen_at`) stays the day each really ran."""
+    from lookbench_live.config import Settings
+    from lookbench_live.flows.refresh import refresh_version
+
+    settings = Settings()
+    for today in ("2026-12-01T03:00:05+00:00", "2026-12-09T17:30:00+00:00", "2026-12-31T23:59:00+00:00"):
+        assert refresh_version(settings, None, None, today, "0 3 1 * *") == "v20261201", today
+    assert refresh_version(settings, None, None, "2026-12-01T02:59:00+00:00", "0 3 1 * *") == "v20261101"
+    # An explicit --as-of or --version wins; without a schedule (the CLI) the version is the as-of day.
+    assert refresh_version(settings, "2026-12-09", None, None, "0 3 1 * *") == "v20261209"
+    assert refresh_version(settings, None, "v20261215", None, "0 3 1 * *") == "v20261215"
+    assert refresh_version(settings, None, None, "2026-12-09T10:00:00+00:00", None) == "v20261209"
