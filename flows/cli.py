@@ -37,8 +37,10 @@ def _starting(what: str, home: str | None, settings: Any) -> None:
     import os
     import sys
 
+    from lookbench_live.terminal import clear_starting
     from lookbench_live.warehouse.lake import resolve_home
 
+    clear_starting()
     api = os.environ.get("PREFECT_API_URL") or "Prefect's local API (starting, about 10 s)"
     print(f"{what}: lake {resolve_home(home or settings.lake.home)}, {api}", file=sys.stderr, flush=True)
 
