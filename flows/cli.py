@@ -145,7 +145,7 @@ def backfill(
     from lookbench_live.flows.preflight import check_backfill
 
     settings = _prepare(config)
-    check_backfill(start, end)  # before Prefect
+    check_backfill(start, end, stages)  # before Prefect
     with _lake_lock(home, settings):
         _starting(f"backfill {start}..{end}", home, settings)
         from lookbench_live.flows.refresh import backfill_flow, with_runner

@@ -30,7 +30,7 @@ from prefect.exceptions import CancelledRun
 
 from lookbench_live import interrupt
 from lookbench_live.config import Settings, load_settings
-from lookbench_live.flows import ledger, shards, stages
+from lookbench_live.flows import ledger, notify, shards, stages
 from lookbench_live.flows.progress import format_counts, stage_counts, stage_progress
 from lookbench_live.flows.runtime import (
     RunSpec,
@@ -496,7 +496,14 @@ def summarize(run: Run) -> Run:
 
 
 def _site_entry(outcome: dict[str, Any]) -> dict[str, Any]:
-    return {"site": outcome.get("site"), "status": outcome.get("status"), "reason": outcome.get("reason", "")}
+    entry = {
+        "site": outcome.get("site"),
+        "status": outcome.get("status"),
+        "reason": outcome.get("reason", ""),
+    }
+    if outcome.get("flag"):  # answered but yielded far less than its earlier months (site_yield.py)
+        entry["flag"] = outcome["flag"]
+    return entry
 
 
 def _already_committed(run: Run) -> dict[str, Any]:
@@ -650,6 +657,7 @@ def _work(
     summary["markdown"] = markdown_summary(Lake(spec.home), summary)
     interrupt.check("summary")
     publish_artifact(summary["markdown"], key=f"{flow_name}-summary")
+    notify.flagged(f"lookbench-{flow_name}", summary, spec.config_path)  # a site's yield drop, …
     return summary
 
 
@@ -686,7 +694,12 @@ def _refresh_run_name() -> str:
     return f"refresh-{version}"
 
 
-@flow(name="lookbench-refresh", flow_run_name=_refresh_run_name)
+@flow(
+    name="lookbench-refresh",
+    flow_run_name=_refresh_run_name,
+    on_failure=[notify.on_failure],
+    on_crashed=[notify.on_failure],
+)
 def refresh_flow(
     config_path: str | None = None,
     home: str | None = None,
@@ -728,7 +741,12 @@ def refresh_flow(
     return _execute("refresh", args, settings, ALL_STAGES, replace, sample_store_port)
 
 
-@flow(name="lookbench-backfill", flow_run_name="backfill-{start}-{end}")
+@flow(
+    name="lookbench-backfill",
+    flow_run_name="backfill-{start}-{end}",
+    on_failure=[notify.on_failure],
+    on_crashed=[notify.on_failure],
+)
 def backfill_flow(
     start: str,
     end: str,

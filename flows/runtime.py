@@ -183,9 +183,10 @@ def stoppable(fn: Any) -> Any:
 
 def route_run_logs() -> None:
     """Flow and task runs log at INFO to Prefect's API, whatever `PREFECT_LOGGING_LEVEL` says for
-    the console: a server's run page shows each step with its counts. The console shows those
-    INFO lines only with `--verbose`, and none of Prefect's per-run lines after a stop request
-    ("Finished in state Cancelled"): the command's one line says what happened."""
+    the console: a server's run page shows each step with its counts, a failure its traceback.
+    The console shows Prefect's per-run lines only with `--verbose`: the progress lines and the
+    command's one line (`error: …`, `interrupted by …`) say what happened; a failed run's
+    traceback stays on the server (and `--verbose` or `LOOKBENCH_DEBUG=1` prints it)."""
     import logging
 
     from prefect.logging.handlers import PrefectConsoleHandler
@@ -203,9 +204,7 @@ def route_run_logs() -> None:
         def filter(self, record: logging.LogRecord) -> bool:
             if not record.name.startswith(run_loggers):
                 return True
-            if interrupt.requested() is not None:
-                return False
-            return record.levelno >= logging.WARNING or verbose_requested()
+            return verbose_requested() and interrupt.requested() is None
 
     for handler in logging.getLogger().handlers:
         if isinstance(handler, PrefectConsoleHandler) and not any(

@@ -62,6 +62,10 @@ def assert_refused(result: dict, lines: list[str], naming: str) -> None:
         ),
         (["backfill", "--start", "2026-10-01", "--end", "soon"], "--end 'soon' is not a date"),
         (["backfill", "--start", "2026-11-01", "--end", "2026-10-01"], "--start 2026-11-01 --end 2026-10-01"),
+        (
+            ["backfill", "--start", "2026-10-01", "--end", "2026-11-01", "--stages", "relase"],
+            "--stages relase: not a stage",
+        ),
     ],
 )
 def test_each_bad_option_fails_with_one_line_naming_it_before_prefect(
@@ -175,3 +179,70 @@ def test_a_scheduled_month_keeps_its_version_when_its_run_is_retried_later_in_th
     assert refresh_version(settings, "2026-12-09", None, None, "0 3 1 * *") == "v20261209"
     assert refresh_version(settings, None, "v20261215", None, "0 3 1 * *") == "v20261215"
     assert refresh_version(settings, None, None, "2026-12-09T10:00:00+00:00", None) == "v20261209"
+
+
+def test_the_preflight_stages_are_the_flows_stages() -> None:
+    from lookbench_live.flows.preflight import STAGES
+    from lookbench_live.flows.refresh import ALL_STAGES
+
+    assert STAGES == ALL_STAGES
+
+
+@pytest.mark.slow
+def test_a_failing_run_notifies_the_configured_webhook_and_prints_one_line(tmp_path: Path) -> None:
+    """The configuration names the variable holding the webhook's URL; a backfill that fails in
+    the flow (nothing to release in an empty lake) POSTs one JSON notification naming the run,
+    its state and why, and the terminal gets one `error:` line, no Prefect traceback."""
+    import http.server
+    import threading
+
+    received: list[dict] = []
+
+    class Hook(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    config = tmp_path / "lookbench.toml"
+    config.write_text('[flows]\nnotify_url_env = "LOOKBENCH_TEST_HOOK"\n', encoding="utf-8")
+    url = f"http://127.0.0.1:{server.server_port}/hook?token=canary-4711"
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "lookbench_live.cli", "backfill", "--start", "2026-10-01", "--end",
+             "2026-11-01", "--stages", "release", "--home", str(tmp_path / "lake"), "--config", str(config)],
+            capture_output=True, text=True, timeout=300, env={**os.environ, "LOOKBENCH_TEST_HOOK": url},
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith("error: nothing to release"), proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and "canary-4711" not in proc.stderr + proc.stdout
+    (body,) = received
+    assert body["state"] == "Failed" and body["run"] == "backfill-2026-10-01-2026-11-01"
+    assert body["flow"] == "lookbench-backfill" and "nothing to release" in body["message"]
+    assert body["text"].startswith("lookbench-live backfill-2026-10-01-2026-11-01 Failed: ")
+
+
+def test_a_site_flagged_for_its_yield_is_in_the_manifest_entry_and_the_notification() -> None:
+    from lookbench_live.flows import notify
+    from lookbench_live.flows.refresh import _site_entry
+
+    flag = "yield_drop: 0 products from 12 pages, after 40 in its last month"
+    outcome = {"site": "shop", "status": "ok", "reason": "", "products": 0, "flag": flag}
+    assert _site_entry(outcome) == {"site": "shop", "status": "ok", "reason": "", "flag": flag}
+    assert "flag" not in _site_entry({**outcome, "flag": None})
+    summary = {
+        "stages": {"crawl": [outcome, {"site": "mag", "status": "ok"}]},
+        "release": {"published_latest": True},
+    }
+    assert notify.flags(summary) == [f"site shop: {flag}"]
+    body = notify.payload("lookbench-refresh", "refresh-v20261201", "Completed", "", notify.flags(summary))
+    assert body["flags"] == [f"site shop: {flag}"] and flag in body["text"]
+    assert notify.flags({"stages": {"crawl": [{"site": "mag", "status": "ok"}]}}) == []
