@@ -194,7 +194,8 @@ def serve(
         str | None, typer.Option(help="Cron schedule (default from config: 03:00 UTC on the 1st).")
     ] = None,
 ) -> None:
-    """Serve the monthly refresh deployment on its schedule (Prefect `serve`; runs until stopped).
+    """Serve the monthly refresh deployment on its schedule, and the backfill and export
+    deployments on demand (Prefect `serve`; runs until stopped).
 
     Schedules do not fire on Prefect's temporary local API: run this, or a Prefect server and
     worker (docker-compose.yml).
@@ -206,14 +207,18 @@ def serve(
     settings = _prepare(config)
     from prefect import serve as prefect_serve
 
-    from lookbench_live.flows.deploy import refresh_deployment
+    from lookbench_live.flows.deploy import backfill_deployment, export_deployment, refresh_deployment
 
     if os.environ.get("PREFECT_API_URL"):
         from lookbench_live.flows.zombies import install_zombie_automation
 
         state = install_zombie_automation(int(os.environ["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"]))
         typer.echo(f"zombie-run automation: {state}")
-    prefect_serve(refresh_deployment(settings, config, cron=cron))
+    prefect_serve(
+        refresh_deployment(settings, config, cron=cron),
+        backfill_deployment(settings, config),
+        export_deployment(settings.lake.home),
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -246,3 +246,29 @@ def test_a_site_flagged_for_its_yield_is_in_the_manifest_entry_and_the_notificat
     body = notify.payload("lookbench-refresh", "refresh-v20261201", "Completed", "", notify.flags(summary))
     assert body["flags"] == [f"site shop: {flag}"] and flag in body["text"]
     assert notify.flags({"stages": {"crawl": [{"site": "mag", "status": "ok"}]}}) == []
+
+
+@pytest.mark.lake(fill=lakefill.fill)
+def test_backfill_and_export_deployments_take_their_parameters_and_export_runs(
+    lake: Lake, tmp_path: Path
+) -> None:
+    """`serve` serves the backfill and the export beside the refresh, each run given its
+    parameters; the export flow's body is the CLI's export, verified at the destination."""
+    from test_release import PlainTaxonomy
+
+    from lookbench_live.config import Settings
+    from lookbench_live.flows.deploy import backfill_deployment, export_deployment, export_flow
+    from lookbench_live.warehouse.release import build_release
+
+    backfill = backfill_deployment(Settings(), "/etc/lookbench.toml")
+    assert backfill.name == "backfill" and backfill.parameters == {"config_path": "/etc/lookbench.toml"}
+    assert not backfill.schedules and {"lookbench-live", "backfill"} <= set(backfill.tags)
+    assert backfill.flow_name == "lookbench-backfill"
+    export = export_deployment(lake.home)
+    assert export.name == "export" and export.parameters == {"home": lake.home}
+    assert export.flow_name == "lookbench-export" and not export.schedules
+
+    build_release(lake, version="v20261201", taxonomy=PlainTaxonomy())
+    result = export_flow.fn("latest", str(tmp_path / "out"), lake.home)
+    assert result["version"] == "v20261201" and result["files"] > 0 and not result["already_there"]
+    assert (tmp_path / "out" / "v20261201" / "manifest.json").exists()
