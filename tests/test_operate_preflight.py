@@ -188,13 +188,58 @@ def test_the_preflight_stages_are_the_flows_stages() -> None:
     assert STAGES == ALL_STAGES
 
 
+@pytest.fixture(scope="module")
+def prefect_server(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """`prefect server start` on loopback with a Prefect home of its own; yields its API URL."""
+    import httpx
+
+    home = tmp_path_factory.mktemp("prefect-server")
+    port = _free_port()
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_UI_ENABLED": "false"}
+    env.pop("PREFECT_API_URL", None)
+    prefect = str(Path(sys.executable).parent / "prefect")
+    server = subprocess.Popen(
+        [prefect, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}/api"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert server.poll() is None, "prefect server start exited"
+            assert time.monotonic() < deadline, "prefect server start not healthy in 120 s"
+            try:
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        yield url
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
 @pytest.mark.slow
-def test_a_failing_run_notifies_the_configured_webhook_and_prints_one_line(tmp_path: Path) -> None:
-    """The configuration names the variable holding the webhook's URL; a backfill that fails in
-    the flow (nothing to release in an empty lake) POSTs one JSON notification naming the run,
-    its state and why, and the terminal gets one `error:` line, no Prefect traceback."""
+def test_a_failing_run_notifies_the_configured_webhook_and_prints_one_line(
+    tmp_path: Path, prefect_server: str
+) -> None:
+    """Against a loopback `prefect server start`: the configuration names the variable holding
+    the webhook's URL; a backfill that fails in the flow (nothing to release in an empty lake)
+    POSTs one JSON notification naming the run, its state and why; the terminal gets one
+    `error:` line, no Prefect traceback; the server has the run named, tagged, Failed, with its
+    INFO lines and the error's traceback."""
     import http.server
     import threading
+
+    import httpx
 
     received: list[dict] = []
 
@@ -212,11 +257,12 @@ def test_a_failing_run_notifies_the_configured_webhook_and_prints_one_line(tmp_p
     config = tmp_path / "lookbench.toml"
     config.write_text('[flows]\nnotify_url_env = "LOOKBENCH_TEST_HOOK"\n', encoding="utf-8")
     url = f"http://127.0.0.1:{server.server_port}/hook?token=canary-4711"
+    env = {**os.environ, "LOOKBENCH_TEST_HOOK": url, "PREFECT_API_URL": prefect_server}
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "lookbench_live.cli", "backfill", "--start", "2026-10-01", "--end",
              "2026-11-01", "--stages", "release", "--home", str(tmp_path / "lake"), "--config", str(config)],
-            capture_output=True, text=True, timeout=300, env={**os.environ, "LOOKBENCH_TEST_HOOK": url},
+            capture_output=True, text=True, timeout=300, env=env,
         )  # fmt: skip
     finally:
         server.shutdown()
@@ -228,6 +274,16 @@ def test_a_failing_run_notifies_the_configured_webhook_and_prints_one_line(tmp_p
     assert body["state"] == "Failed" and body["run"] == "backfill-2026-10-01-2026-11-01"
     assert body["flow"] == "lookbench-backfill" and "nothing to release" in body["message"]
     assert body["text"].startswith("lookbench-live backfill-2026-10-01-2026-11-01 Failed: ")
+
+    (run,) = httpx.post(f"{prefect_server}/flow_runs/filter", json={}, timeout=10).json()
+    assert run["name"] == "backfill-2026-10-01-2026-11-01" and run["state_type"] == "FAILED"
+    assert {"lookbench-live", "backfill"} <= set(run["tags"])
+    logs = httpx.post(
+        f"{prefect_server}/logs/filter", json={"logs": {"flow_run_id": {"any_": [run["id"]]}}}, timeout=10
+    ).json()
+    assert any(log["level"] == 20 for log in logs), logs  # INFO lines reach the server
+    assert any(log["level"] == 40 and "nothing to release" in log["message"] for log in logs), logs
+    assert not any("canary-4711" in log["message"] for log in logs)
 
 
 def test_a_site_flagged_for_its_yield_is_in_the_manifest_entry_and_the_notification() -> None:
