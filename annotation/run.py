@@ -36,6 +36,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from lookbench_live import activity, interrupt
 from lookbench_live.annotation import images as imgs
 from lookbench_live.annotation.annotator import (
     GroundedItem,
@@ -255,6 +256,7 @@ class Sink:
     def add(self, record: Record) -> None:
         if isinstance(record, Annotation):
             self.annotations.append(record)
+            activity.count("items annotated")
             if record.status == "ok":
                 self.result.ok += 1
                 for verdict in record.prior_agreement.values():
@@ -527,6 +529,8 @@ class VLMRun:
 
     async def _worker(self, pending: Iterator[Unit]) -> None:
         for unit in pending:
+            # A safe point: after Ctrl-C/SIGTERM no request begins; finished rows are flushed.
+            interrupt.check("annotate")
             if self.stop is not None:
                 self.result.deferred += 1
                 continue
@@ -788,6 +792,7 @@ def run_annotation(
     try:
         if not vlm:
             for unit in units:
+                interrupt.check("annotate")  # a safe point between images
                 if unit.problem and not (unit.kind == "look" and unit.problem[0] == "hotspot_unusable"):
                     sink.add(_rejection(unit, *unit.problem, run_id))
                     continue

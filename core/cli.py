@@ -4,10 +4,16 @@ Any error ends the command with a non-zero status and one line naming the proble
 (`--verbose` or `LOOKBENCH_DEBUG=1` for the traceback).
 """
 
+# ruff: noqa: E402 (the first line is shown before the stages' imports, which take a second)
+
 from __future__ import annotations
 
 import os
 import sys
+
+from lookbench_live.terminal import clear_starting, show_starting
+
+show_starting(sys.argv)  # `refresh`, `backfill` at a terminal: a line within a second
 
 import click
 import typer
@@ -20,6 +26,7 @@ from lookbench_live.evaluation import cli as evaluation_cli
 from lookbench_live.flows import cli as flows_cli
 from lookbench_live.flows import models as models_cli
 from lookbench_live.generation import cli as generation_cli
+from lookbench_live.interrupt import Interrupted
 from lookbench_live.schema import cli as schema_cli
 from lookbench_live.scrapers import cli as scrapers_cli
 from lookbench_live.terminal import configure_terminal
@@ -78,6 +85,13 @@ for _module in STAGE_CLIS:
 
 def main() -> None:
     try:
+        _main()
+    finally:
+        clear_starting()  # a command that printed nothing leaves no half line behind
+
+
+def _main() -> None:
+    try:
         # Without standalone mode click returns the code of `typer.Exit` instead of exiting.
         code = app(standalone_mode=False)
         if isinstance(code, int) and code:
@@ -85,15 +99,23 @@ def main() -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
+        clear_starting()  # the one line starts the line, not after "checking …"
         print("error: aborted", file=sys.stderr)
         sys.exit(130)
     except click.ClickException as exc:
+        clear_starting()  # the one line starts the line, not after "checking …"
         exc.show()
         sys.exit(exc.exit_code)
+    except Interrupted as exc:  # stopped at a safe point after SIGINT/SIGTERM: 130 or 143
+        clear_starting()
+        print(str(exc), file=sys.stderr)
+        sys.exit(exc.exit_code)
     except KeyboardInterrupt:
+        clear_starting()  # the one line starts the line, not after "checking …"
         print("error: interrupted", file=sys.stderr)
         sys.exit(130)
     except Exception as exc:  # one line for people, the traceback on request
+        clear_starting()
         if os.environ.get("LOOKBENCH_DEBUG") or _VERBOSE:
             raise
         message = " ".join(str(exc).split()) or type(exc).__name__

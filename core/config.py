@@ -474,6 +474,9 @@ class FlowSettings(Section):
     dask_worker_resources: dict[str, float] = Field(default_factory=dict)
     schedule_cron: str = "0 3 1 * *"
     timezone: str = "UTC"
+    # The environment variable holding a webhook URL (Slack, Teams, any JSON endpoint) told when a
+    # run fails or crashes, or finishes with a flag (flows/notify.py). Unset: no notification.
+    notify_url_env: EnvVarName | None = None
 
 
 class Settings(Section):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import warnings
 from typing import Any
 
@@ -146,3 +147,29 @@ def print_table(
         )
         console.print(build(chunk, caption))
     return len(chunks)
+
+
+# ---------------------------------------------------------------------- the first line, at once
+LONG_COMMANDS = ("refresh", "backfill")
+_starting_shown = False
+
+
+def show_starting(argv: list[str]) -> None:
+    """At a terminal, `refresh` and `backfill` show a line at once, before the command's imports,
+    checks and lock (a second or more on a busy machine). The command's own first line or its
+    error replaces it (`clear_starting`); elsewhere (a pipe, a log) nothing is shown early."""
+    global _starting_shown
+    command = next((a for a in argv[1:] if not a.startswith("-")), None)
+    if command in LONG_COMMANDS and "--help" not in argv and sys.stderr.isatty():
+        sys.stderr.write(f"lookbench-live {command}: checking the options and the configuration …")
+        sys.stderr.flush()
+        _starting_shown = True
+
+
+def clear_starting() -> None:
+    """Erase the line `show_starting` wrote, so what follows starts the line."""
+    global _starting_shown
+    if _starting_shown:
+        sys.stderr.write("\r\033[K")
+        sys.stderr.flush()
+        _starting_shown = False

@@ -32,6 +32,39 @@ def _lake_lock(home: str | None, settings: Any) -> Any:
     return Lake(home or settings.lake.home).process_writer_lock("flow")
 
 
+def _starting(what: str, home: str | None, settings: Any) -> None:
+    """The first line, at once: Prefect's local API takes seconds to start before any stage."""
+    import os
+    import sys
+
+    from lookbench_live.terminal import clear_starting
+    from lookbench_live.warehouse.lake import resolve_home
+
+    clear_starting()
+    api = os.environ.get("PREFECT_API_URL") or "Prefect's local API (starting, about 10 s)"
+    print(f"{what}: lake {resolve_home(home or settings.lake.home)}, {api}", file=sys.stderr, flush=True)
+
+
+def _run_flow(flow: Any, **parameters: Any) -> dict[str, Any]:
+    """Run `flow` in this process with Ctrl-C and SIGTERM turned into a stop at the next safe
+    point (`lookbench_live.interrupt`): an interrupted run raises `Interrupted` (exit 130/143,
+    one line), anything else as the flow ended."""
+    from lookbench_live import interrupt
+    from lookbench_live.flows.runtime import route_run_logs, start_local_api
+
+    with interrupt.guard():
+        start_local_api()  # its own session: a Ctrl-C to the group leaves it serving the flow
+        route_run_logs()
+        from prefect import tags
+
+        with tags("lookbench-live", flow.name.removeprefix("lookbench-")):
+            state = flow(**parameters, return_state=True)
+        stopped = interrupt.last()
+        if state.is_cancelled() and stopped is not None:
+            raise stopped
+        return state.result()
+
+
 def _report(summary: dict[str, Any]) -> None:
     typer.echo(summary["markdown"])
     release = summary.get("release")
@@ -71,11 +104,13 @@ def refresh(
     from lookbench_live.flows.preflight import check_refresh
 
     settings = _prepare(config)
-    check_refresh(settings, home, as_of=as_of, since=since, replace=replace)  # before Prefect
+    checked = check_refresh(settings, home, as_of=as_of, since=since, replace=replace)  # before Prefect
     with _lake_lock(home, settings):
+        _starting(f"refresh as of {checked.as_of.date()}", home, settings)
         from lookbench_live.flows.refresh import refresh_flow, with_runner
 
-        summary = with_runner(settings, refresh_flow)(
+        summary = _run_flow(
+            with_runner(settings, refresh_flow),
             config_path=config,
             home=home,
             as_of=as_of,
@@ -110,11 +145,13 @@ def backfill(
     from lookbench_live.flows.preflight import check_backfill
 
     settings = _prepare(config)
-    check_backfill(start, end)  # before Prefect
+    check_backfill(start, end, stages)  # before Prefect
     with _lake_lock(home, settings):
+        _starting(f"backfill {start}..{end}", home, settings)
         from lookbench_live.flows.refresh import backfill_flow, with_runner
 
-        summary = with_runner(settings, backfill_flow)(
+        summary = _run_flow(
+            with_runner(settings, backfill_flow),
             start=start,
             end=end,
             stages_=stages,
@@ -157,7 +194,8 @@ def serve(
         str | None, typer.Option(help="Cron schedule (default from config: 03:00 UTC on the 1st).")
     ] = None,
 ) -> None:
-    """Serve the monthly refresh deployment on its schedule (Prefect `serve`; runs until stopped).
+    """Serve the monthly refresh deployment on its schedule, and the backfill and export
+    deployments on demand (Prefect `serve`; runs until stopped).
 
     Schedules do not fire on Prefect's temporary local API: run this, or a Prefect server and
     worker (docker-compose.yml).
@@ -169,14 +207,18 @@ def serve(
     settings = _prepare(config)
     from prefect import serve as prefect_serve
 
-    from lookbench_live.flows.deploy import refresh_deployment
+    from lookbench_live.flows.deploy import backfill_deployment, export_deployment, refresh_deployment
 
     if os.environ.get("PREFECT_API_URL"):
         from lookbench_live.flows.zombies import install_zombie_automation
 
         state = install_zombie_automation(int(os.environ["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"]))
         typer.echo(f"zombie-run automation: {state}")
-    prefect_serve(refresh_deployment(settings, config, cron=cron))
+    prefect_serve(
+        refresh_deployment(settings, config, cron=cron),
+        backfill_deployment(settings, config),
+        export_deployment(settings.lake.home),
+    )
 
 
 def register(app: typer.Typer) -> None:

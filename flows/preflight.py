@@ -96,9 +96,16 @@ def check_refresh(
     return CheckedRefresh(as_of=moment, since=start)
 
 
-def check_backfill(start: str, end: str) -> None:
-    """Both window options are dates and the window is not empty."""
+# The stages a backfill can rerun: `flows.refresh.ALL_STAGES` (not imported: it imports Prefect).
+STAGES = ("crawl", "ingest", "dedup", "annotate", "generate", "audit", "release", "evaluate")
+
+
+def check_backfill(start: str, end: str, stages: list[str] | None = None) -> None:
+    """Both window options are dates, the window is not empty, every `--stages` is a stage."""
     begin = parse_date_option("--start", start)
     finish = parse_date_option("--end", end)
     if begin is None or finish is None or begin >= finish:
         raise OptionError(f"--start {start} --end {end}: the window is empty, --start must be before --end")
+    unknown = [stage for stage in stages or () if stage not in STAGES]
+    if unknown:
+        raise OptionError(f"--stages {', '.join(unknown)}: not a stage; the stages are {', '.join(STAGES)}")

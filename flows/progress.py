@@ -20,16 +20,32 @@ A stage left without `done()` (an exception) is marked failed when the block exi
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TextIO
 
+from prefect.exceptions import CancelledRun
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    Progress,
+    ProgressColumn,
+    SpinnerColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.text import Text
+
+from lookbench_live import activity
+from lookbench_live.interrupt import Interrupted
 
 # Counts worth a place on the line, in this order; the rest stay in the summary.
 SHOWN_COUNTS = 4
+# Without a terminal, a long stage prints a line with its counts this often (seconds).
+PLAIN_EVERY_S = 10.0
 
 
 def stage_counts(result: Any) -> dict[str, int]:
@@ -66,6 +82,10 @@ class StageProgress:
         self._started = 0.0
         self._task: TaskID | None = None
         self._width = max((len(s) for s in self.stages), default=8)
+        self.position = "-"  # "i/n" of the running step
+        self._begun = 0  # steps started: a step that runs twice (dedup, annotate) counts twice
+        self._ticker: threading.Thread | None = None
+        self._tick = threading.Event()
 
     @property
     def current(self) -> str | None:
@@ -76,30 +96,61 @@ class StageProgress:
         if self._current is not None:
             self.done()
         self._current, self._started = name, time.monotonic()
-        position = f"{self.stages.index(name) + 1}/{len(self.stages)}" if name in self.stages else "-"
+        self._begun += 1
+        self.position = position = f"{self._begun}/{len(self.stages)}" if name in self.stages else "-"
+        activity.reset()  # the counts a long stage reports as it goes (`lookbench_live.activity`)
         if self._progress is not None:
             self._task = self._progress.add_task(
                 f"{name:<{self._width}}", total=1, position=position, counts="running"
             )
+        elif self._stream is not None and PLAIN_EVERY_S > 0:
+            self._tick.clear()
+            self._ticker = threading.Thread(target=self._plain_ticks, args=(name,), daemon=True)
+            self._ticker.start()
 
-    def done(self, counts: Mapping[str, int] | None = None, *, failed: bool = False) -> float:
+    def _plain_ticks(self, name: str) -> None:
+        """Without a terminal: a line every `PLAIN_EVERY_S` while a long stage runs, with its counts."""
+        while not self._tick.wait(PLAIN_EVERY_S):
+            counts = format_counts(activity.snapshot()) or "running"
+            elapsed = time.monotonic() - self._started
+            print(f"{name:<{self._width}}  … {counts}  ({elapsed:.0f} s)", file=self._stream, flush=True)
+
+    def done(
+        self, counts: Mapping[str, int] | None = None, *, failed: bool = False, stopped: bool = False
+    ) -> float:
         """The current stage ends with `counts`; returns its elapsed seconds (0 with no stage)."""
         if self._current is None:
             return 0.0
         name, elapsed = self._current, time.monotonic() - self._started
         self._current = None
+        if self._ticker is not None:
+            self._tick.set()
+            self._ticker.join()
+            self._ticker = None
         # A step that runs twice (dedup and annotate: real, then generated) sums its passes' time;
         # its counts come from the stage's summary, which already holds both passes.
         self.timings[name] = round(self.timings.get(name, 0.0) + elapsed, 3)
         self.counts[name] = dict(counts or {})
-        text = "failed" if failed else format_counts(self.counts[name]) or "done"
+        text = (
+            "interrupted" if stopped else "failed" if failed else format_counts(self.counts[name]) or "done"
+        )
         if self._progress is not None and self._task is not None:
-            mark = "[red]✗[/]" if failed else "[green]✓[/]"
+            mark = "[red]✗[/]" if failed or stopped else "[green]✓[/]"
             self._progress.update(self._task, completed=1, counts=f"{mark} {text}")
             self._progress.stop_task(self._task)
         elif self._stream is not None:
             print(f"{name:<{self._width}}  {text}  ({elapsed:.1f} s)", file=self._stream, flush=True)
         return elapsed
+
+
+class LiveCounts(ProgressColumn):
+    """A finished stage's counts; the running stage's as it counts them (`lookbench_live.activity`)."""
+
+    def render(self, task: Task) -> Text:
+        counts = task.fields.get("counts", "")
+        if not task.finished:
+            counts = format_counts(activity.snapshot()) or counts
+        return Text.from_markup(counts)
 
 
 @contextmanager
@@ -110,8 +161,8 @@ def stage_progress(stages: Sequence[str], *, stream: TextIO | None = None) -> It
         tracker = StageProgress(stages, None, stream)
         try:
             yield tracker
-        except BaseException:
-            tracker.done(failed=True)
+        except BaseException as exc:
+            tracker.done(failed=True, stopped=isinstance(exc, Interrupted | CancelledRun))
             raise
         tracker.done()
         return
@@ -120,13 +171,13 @@ def stage_progress(stages: Sequence[str], *, stream: TextIO | None = None) -> It
         TextColumn("[bold]{task.description}"),
         TextColumn("[dim]{task.fields[position]}"),
         TimeElapsedColumn(),
-        TextColumn("{task.fields[counts]}"),
+        LiveCounts(),
     )
     with Progress(*columns, console=Console(file=stream), transient=False) as progress:
         tracker = StageProgress(stages, progress, None)
         try:
             yield tracker
-        except BaseException:
-            tracker.done(failed=True)
+        except BaseException as exc:
+            tracker.done(failed=True, stopped=isinstance(exc, Interrupted | CancelledRun))
             raise
         tracker.done()

@@ -27,11 +27,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prefect import flow, get_run_logger
+from prefect.exceptions import CancelledRun
 
+from lookbench_live import interrupt
 from lookbench_live.config import Settings, load_settings
-from lookbench_live.flows import ledger, shards, stages
-from lookbench_live.flows.progress import stage_counts, stage_progress
-from lookbench_live.flows.runtime import RunSpec, default_as_of, parse_moment, task_runner
+from lookbench_live.flows import ledger, notify, shards, stages
+from lookbench_live.flows.progress import format_counts, stage_counts, stage_progress
+from lookbench_live.flows.runtime import (
+    RunSpec,
+    default_as_of,
+    parse_moment,
+    route_run_logs,
+    scheduled_day,
+    task_runner,
+)
 from lookbench_live.flows.summary import markdown_summary, publish_artifact, rejection_counts
 from lookbench_live.schema.records import Rejection
 from lookbench_live.schema.release import SUBSETS
@@ -473,6 +482,9 @@ def commit(run: Run) -> Run:
         extra["evaluation"] = [{"model": e["model"], "overall": e["overall"]} for e in run.evaluations]
     if run.evaluation_failures:
         extra["evaluation_failures"] = run.evaluation_failures
+    # The last safe point: a commit begun completes (its renames are atomic), none begins after
+    # a signal.
+    interrupt.check("commit")
     try:
         result = commit_release(run.lake, run.staged, extra)
     except ReleaseExists:
@@ -506,7 +518,14 @@ def summarize(run: Run) -> Run:
 
 
 def _site_entry(outcome: dict[str, Any]) -> dict[str, Any]:
-    return {"site": outcome.get("site"), "status": outcome.get("status"), "reason": outcome.get("reason", "")}
+    entry = {
+        "site": outcome.get("site"),
+        "status": outcome.get("status"),
+        "reason": outcome.get("reason", ""),
+    }
+    if outcome.get("flag"):  # answered but yielded far less than its earlier months (site_yield.py)
+        entry["flag"] = outcome["flag"]
+    return entry
 
 
 def _already_committed(run: Run) -> dict[str, Any]:
@@ -570,9 +589,22 @@ def run_pipeline(
     steps = steps_for(selected)
     with stage_progress([name for name, _ in steps]) as progress:
         for name, step in steps:
+            interrupt.check(name)  # a safe point between steps
             progress.start(name)
-            run = step(run)
-            progress.done(stage_counts(run.summary["stages"].get(name)))
+            try:
+                run = step(run)
+            except CancelledRun:
+                interrupt.check(name)  # a task stopped on the signal: say so once, naming the step
+                raise
+            # A task called in the flow's thread returns its Cancelled state rather than raising:
+            # a step that saw the signal ends here, naming itself.
+            interrupt.check(name)
+            counts = stage_counts(run.summary["stages"].get(name))
+            elapsed = progress.done(counts)
+            # The step's line on the run's page of a Prefect server (the console has its own).
+            _run_logger().info(
+                "%s %s: %s (%.1f s)", progress.position, name, format_counts(counts) or "done", elapsed
+            )
     run.summary["timings"] = progress.timings
     run.summary["stage_counts"] = progress.counts
     return run.summary
@@ -610,6 +642,28 @@ def _execute(
     selected: Sequence[str],
     replace: bool,
     port: int,
+) -> Any:
+    """The flow's work with SIGINT/SIGTERM as stop requests (Prefect's own SIGTERM handler would
+    raise wherever the flow is, a commit included): an interrupted run ends Cancelled, naming
+    the signal and the step, with nothing begun after the signal."""
+    from prefect.states import Cancelled
+
+    route_run_logs()
+    with interrupt.guard():
+        try:
+            interrupt.check("start")
+            return _work(flow_name, spec_args, settings, selected, replace, port)
+        except interrupt.Interrupted as exc:
+            return Cancelled(message=str(exc))
+
+
+def _work(
+    flow_name: str,
+    spec_args: dict[str, Any],
+    settings: Settings,
+    selected: Sequence[str],
+    replace: bool,
+    port: int,
 ) -> dict[str, Any]:
     lake = Lake(spec_args["home"] or settings.lake.home)
     with lake.writer_lock("flow"):
@@ -624,11 +678,51 @@ def _execute(
             spec = _make_spec(flow_name, settings, store_url=store_url, **spec_args)
             summary = run_pipeline(spec, settings, selected, replace=replace)
     summary["markdown"] = markdown_summary(Lake(spec.home), summary)
+    interrupt.check("summary")
     publish_artifact(summary["markdown"], key=f"{flow_name}-summary")
+    notify.flagged(f"lookbench-{flow_name}", summary, spec.config_path)  # a site's yield drop, …
     return summary
 
 
-@flow(name="lookbench-refresh")
+def _run_logger() -> Any:
+    """The flow run's logger (its lines reach Prefect's API), or this module's outside a run."""
+    import logging
+
+    from prefect.context import FlowRunContext
+
+    return get_run_logger() if FlowRunContext.get() else logging.getLogger(__name__)
+
+
+def refresh_version(
+    settings: Settings, as_of: str | None, version: str | None, clock: str | None, schedule: str | None
+) -> str:
+    """The refresh's release version: `--version`, else the `as_of` date, else (a scheduled run)
+    the day of the schedule's last tick, else today."""
+    if version:
+        return version
+    moment = parse_moment(as_of)
+    if moment is None and schedule:
+        now = parse_moment(clock) or dt.datetime.now(dt.UTC)
+        return version_for(scheduled_day(schedule, settings.flows.timezone, now))
+    return version_for((moment or default_as_of(parse_moment(clock))).date())
+
+
+def _refresh_run_name() -> str:
+    """`refresh-<version>`: the run is found on a Prefect server by the release it builds."""
+    from prefect.runtime import flow_run
+
+    p = flow_run.parameters
+    settings = load_settings(p.get("config_path"))
+    version = refresh_version(settings, p.get("as_of"), p.get("version"), p.get("clock"), p.get("schedule"))
+    return f"refresh-{version}"
+
+
+@flow(
+    name="lookbench-refresh",
+    flow_run_name=_refresh_run_name,
+    on_failure=[notify.on_failure],
+    on_crashed=[notify.on_failure],
+)
 def refresh_flow(
     config_path: str | None = None,
     home: str | None = None,
@@ -638,16 +732,20 @@ def refresh_flow(
     replace: bool = False,
     sample_store_port: int = 48721,
     clock: str | None = None,
+    schedule: str | None = None,
 ) -> dict[str, Any]:
     """The monthly refresh: crawl, ingest, dedup, annotate, generate, audit, release, evaluate, report.
 
     The window is [previous release's end, end of the `as_of` day); the first release's starts
     `release.cadence_days` before the as-of day (`default_window`). The version is the `as_of`
     date. `clock`: the run's "today" (ISO; None is the real clock), for tests of several months.
+    `schedule` (the deployment's cron): with no `as_of` and no `version`, the version is the day
+    of the schedule's last tick, so a month's run retried later in the month keeps its version;
+    the as-of (and so `first_seen_at`) stays the day it runs.
     """
     settings = load_settings(config_path)
     moment = parse_moment(as_of) or default_as_of(parse_moment(clock))
-    version = version or version_for(moment.date())
+    version = refresh_version(settings, as_of, version, clock, schedule)
     lake = Lake(home or settings.lake.home)
     window = default_window(
         moment, settings.release.cadence_days, previous_end=previous_window_end(lake, version)
@@ -666,7 +764,12 @@ def refresh_flow(
     return _execute("refresh", args, settings, ALL_STAGES, replace, sample_store_port)
 
 
-@flow(name="lookbench-backfill")
+@flow(
+    name="lookbench-backfill",
+    flow_run_name="backfill-{start}-{end}",
+    on_failure=[notify.on_failure],
+    on_crashed=[notify.on_failure],
+)
 def backfill_flow(
     start: str,
     end: str,

@@ -156,3 +156,119 @@ def _require_gpu_workers() -> None:
             "`dask worker --resources GPU=1` (or set flows.dask_worker_resources = {GPU = 1} for the "
             "local cluster), or set the stage's device to cpu"
         )
+
+
+# ---------------------------------------------------------------------- stopping on a signal
+def stoppable(fn: Any) -> Any:
+    """A task body that ends `Cancelled` when the run is interrupted (`lookbench_live.interrupt`).
+
+    Raised, `Interrupted` would make Prefect record the task as Failed and print its traceback;
+    the returned state makes the task Cancelled, `future.result()` raises `CancelledRun`, and
+    the flow reports the interruption once (`refresh.run_pipeline`)."""
+    import functools
+
+    from lookbench_live.interrupt import Interrupted
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Interrupted as exc:
+            from prefect.states import Cancelled
+
+            return Cancelled(message=str(exc))
+
+    return run
+
+
+def route_run_logs() -> None:
+    """Flow and task runs log at INFO to Prefect's API, whatever `PREFECT_LOGGING_LEVEL` says for
+    the console: a server's run page shows each step with its counts, a failure its traceback.
+    The console shows Prefect's per-run lines only with `--verbose`: the progress lines and the
+    command's one line (`error: …`, `interrupted by …`) say what happened; a failed run's
+    traceback stays on the server (and `--verbose` or `LOOKBENCH_DEBUG=1` prints it)."""
+    import logging
+
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    from lookbench_live import interrupt
+    from lookbench_live.terminal import verbose_requested
+
+    run_loggers = ("prefect.flow_runs", "prefect.task_runs")
+    for name in run_loggers:
+        logger = logging.getLogger(name)
+        if logger.getEffectiveLevel() > logging.INFO:
+            logger.setLevel(logging.INFO)
+
+    class RunLines(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            if not record.name.startswith(run_loggers):
+                return True
+            return verbose_requested() and interrupt.requested() is None
+
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, PrefectConsoleHandler) and not any(
+            type(f).__name__ == "RunLines" for f in handler.filters
+        ):
+            handler.addFilter(RunLines())
+
+
+def scheduled_day(cron: str, timezone: str, now: dt.datetime) -> dt.date:
+    """The day of the schedule's last tick at or before `now` (in the schedule's timezone).
+
+    A scheduled refresh is versioned by it, not by the day it runs: the month's run retried or
+    run again later that month builds the same release, while `first_seen_at` stays the day
+    the crawl really saw the items."""
+    from zoneinfo import ZoneInfo
+
+    from cronsim import CronSim
+
+    local = now.astimezone(ZoneInfo(timezone))
+    tick: dt.datetime = next(CronSim(cron, local + dt.timedelta(seconds=1), reverse=True))
+    return tick.date()
+
+
+def start_local_api() -> None:
+    """Start Prefect's temporary local API (no `PREFECT_API_URL`) in its own session.
+
+    Prefect starts it as a child in the flow's process group, so the SIGINT of a Ctrl-C (sent to
+    the whole foreground group) or a scheduler's SIGTERM to the group stops the API while the
+    flow still needs it to record its end. In its own session only the flow stops it (at exit);
+    it dies with the flow's main thread when that is killed (`PR_SET_PDEATHSIG`), so a kill -9
+    leaves no orphan. Called from the main thread before the flow; a no-op with a server."""
+    import subprocess
+    import sys
+
+    from prefect.server.api import server as api
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+
+    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        return
+    instance = api.SubprocessASGIServer()
+    if instance.running:
+        return
+
+    def die_with_parent() -> None:
+        if sys.platform.startswith("linux"):
+            import ctypes
+            import signal
+
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+    class OwnSession:
+        """`subprocess` as Prefect's server module sees it while it starts the API."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(subprocess, name)
+
+        @staticmethod
+        def Popen(*args: Any, **kwargs: Any) -> Any:
+            kwargs.setdefault("start_new_session", True)
+            kwargs.setdefault("preexec_fn", die_with_parent)
+            return subprocess.Popen(*args, **kwargs)
+
+    api.subprocess = OwnSession()  # type: ignore[assignment]
+    try:
+        instance.start()
+    finally:
+        api.subprocess = subprocess  # type: ignore[assignment]

@@ -26,6 +26,7 @@ from lookbench_live.flows.runtime import (
     RunSpec,
     parse_moment,
     runs_in_worker_processes,
+    stoppable,
     submit_sharded,
     uses_gpu,
 )
@@ -57,6 +58,7 @@ def generation_shards(settings: Settings) -> int:
 
 
 @task(name="generate-shard")
+@stoppable
 def generate_shard(spec: RunSpec, ids: list[str], products: list[Any], label: str) -> dict[str, Any]:
     """Make the planned requests `ids` (whole batches of the plan) that are not in the lake yet."""
     settings, lake = _context(spec)
@@ -143,6 +145,7 @@ def embedding_shards(settings: Settings) -> int:
 
 
 @task(name="embed-shard")
+@stoppable
 def embed_shard(
     spec: RunSpec, release_path: str, model: str | None, index: int, count: int
 ) -> dict[str, Any]:
@@ -202,6 +205,7 @@ def dedup_shards(settings: Settings) -> int:
 
 # Arrays of hashes as inputs: not hashed into a cache key (nothing is cached across runs anyway).
 @task(name="dedup-search-shard", cache_policy=NO_CACHE)
+@stoppable
 def dedup_search_shard(args: tuple[Any, ...]) -> Any:
     from lookbench_live.dedup.shards import shard_pairs
 

@@ -19,7 +19,7 @@ from prefect import task
 
 from lookbench_live.config import Settings, SiteSettings, load_settings
 from lookbench_live.flows import ledger
-from lookbench_live.flows.runtime import RunSpec, parse_moment
+from lookbench_live.flows.runtime import RunSpec, parse_moment, stoppable
 from lookbench_live.warehouse.freshness import record_baseline, recorded_baselines
 from lookbench_live.warehouse.lake import Lake
 
@@ -108,7 +108,8 @@ def crawl_since(window_start: dt.datetime | str | None) -> dt.datetime | None:
     return None if start is None else start - CRAWL_OVERLAP
 
 
-@task(name="crawl-site")
+@task(name="crawl-site", task_run_name="crawl-{site.name}")
+@stoppable
 def crawl_site(spec: RunSpec, site: SiteSettings) -> dict[str, Any]:
     """One site's crawl of the run's window; never raises for the site's own failure.
 
@@ -235,7 +236,8 @@ def crawl_all(spec: RunSpec, settings: Settings) -> list[dict[str, Any]]:
     return outcomes
 
 
-@task(name="ingest-images")
+@task(name="ingest-images", task_run_name="ingest-images-{shard}")
+@stoppable
 def ingest_shard(spec: RunSpec, requests: Sequence[Any], shard: str, allow_private: bool) -> dict[str, Any]:
     settings, lake = _context(spec)
     from lookbench_live.scrapers.ingest import ingest_images, site_download_delays, site_private_hosts
@@ -263,7 +265,8 @@ def pending_shards(spec: RunSpec) -> list[list[Any]]:
     return [pending[i : i + INGEST_SHARD] for i in range(0, len(pending), INGEST_SHARD)]
 
 
-@task(name="dedup")
+@task(name="dedup", task_run_name="dedup-{label}")
+@stoppable
 def dedup(spec: RunSpec, label: str) -> dict[str, Any]:
     settings, lake = _context(spec)
     from lookbench_live.dedup import run_dedup
@@ -271,7 +274,8 @@ def dedup(spec: RunSpec, label: str) -> dict[str, Any]:
     return {"pass": label, **_summary(run_dedup(lake, settings.dedup, spec.run_key))}
 
 
-@task(name="annotate")
+@task(name="annotate", task_run_name="annotate-{label}")
+@stoppable
 def annotate(spec: RunSpec, label: str) -> dict[str, Any]:
     settings, lake = _context(spec)
     from lookbench_live.annotation import run_annotation
@@ -283,7 +287,8 @@ def annotate(spec: RunSpec, label: str) -> dict[str, Any]:
     }
 
 
-@task(name="annotate-shard")
+@task(name="annotate-shard", task_run_name="annotate-{label}-{index}-of-{count}")
+@stoppable
 def annotate_shard(spec: RunSpec, label: str, index: int, count: int) -> dict[str, Any]:
     """One of `count` annotation shards (run_annotation's `shard`), with its share of the caps."""
     settings, lake = _context(spec)
@@ -328,7 +333,8 @@ def annotation_shards(spec: RunSpec) -> int:
     return settings.annotation.shards if settings.annotation.endpoints else 1
 
 
-@task(name="generate")
+@task(name="generate", task_run_name="generate")
+@stoppable
 def generate(spec: RunSpec) -> dict[str, Any]:
     settings, lake = _context(spec)
     if ledger.is_done(lake, spec.run_key, "generate"):

@@ -47,6 +47,11 @@ def stage_lines(summary: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def _link(path: str) -> str:
+    """A link a Prefect server's artifact page can show: the URL of an object store, a file URL."""
+    return path if "://" in path else f"file://{path}"
+
+
 def markdown_summary(lake: Lake, summary: dict[str, Any]) -> str:
     lines = [f"# lookbench-live run `{summary['run_key']}`", ""]
     lines += stage_lines(summary)
@@ -58,6 +63,10 @@ def markdown_summary(lake: Lake, summary: dict[str, Any]) -> str:
     release = summary.get("release")
     if release:
         lines += ["", f"## Release {release['version']}", "", f"Path: `{release['path']}`", ""]
+        links = [f"[release]({_link(release['path'])})", f"[card]({_link(release['path'] + '/README.md')})"]
+        if release.get("report"):
+            links.insert(1, f"[report]({_link(release['report'])})")
+        lines += ["Links: " + " · ".join(links), ""]
         lines += ["| file | rows |", "|---|---|"] + [f"| {k} | {v} |" for k, v in release["rows"].items()]
         if release.get("published_latest") is False:
             lines += ["", f"**Not published as latest:** {release.get('latest_reason')}"]

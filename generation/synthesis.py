@@ -32,6 +32,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from lookbench_live import activity, interrupt
 from lookbench_live.config import GenerationSettings
 from lookbench_live.generation.compose import COMPOSED_PIPELINE, Garment, compose_scene
 from lookbench_live.generation.plan import ConditioningProduct, GenerationRequest, RequestPlanner
@@ -240,6 +241,7 @@ def run_generation(
         batch = [r for r in planned if r.generation_id not in done]
         if not batch:
             continue
+        interrupt.check("generate")  # a safe point: between batches, each committed whole
         if generator is None:
             conditioned = any(r.mode == "ip_adapter" for r in missing)
             generator = load_generator(lake, settings, choice, with_adapter=conditioned)
@@ -253,6 +255,7 @@ def run_generation(
             _refuse_systematic_failure(outcomes)
         _commit(lake, outcomes, choice, generator, run_id, result, now or utcnow())
         processed += len(batch)
+        activity.count("images generated", len(batch))
         if progress:
             progress(processed, len(requests))
     result.seconds = time.perf_counter() - started

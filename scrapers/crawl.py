@@ -28,10 +28,12 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lookbench_live import activity, interrupt
 from lookbench_live.config import CrawlSettings, SiteSettings
 from lookbench_live.warehouse.lake import Lake, atomic_write_bytes
 
@@ -220,7 +222,13 @@ def run_crawl(
             env=crawl_env(lake.home),
         )
         try:
-            code = process.wait(timeout=timeout_s)
+            code = _wait(process, timeout_s, directory)
+        except interrupt.Interrupted:
+            # Ctrl-C or SIGTERM: the crawl stops now, as if killed; the rerun resumes this run
+            # key from its journal (the path a kill -9 takes), so nothing is written after it.
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
@@ -263,6 +271,39 @@ def run_crawl(
         atomic_write_bytes(lake.fs, str(site_frontier), json.dumps(left).encode())
     atomic_write_bytes(lake.fs, str(done), json.dumps(result.to_json()).encode())
     return result
+
+
+def _wait(process: subprocess.Popen[bytes], timeout_s: float, directory: Path) -> int:
+    """The crawl subprocess's exit status; `TimeoutExpired` after `timeout_s`, and `Interrupted`
+    within half a second of a stop request (`lookbench_live.interrupt`). Meanwhile the pages it
+    finishes are counted for the progress line, from the journal's `done` lines."""
+    from lookbench_live.scrapers.journal import JOURNAL_NAME
+
+    journal = directory / JOURNAL_NAME
+    offset = journal.stat().st_size if journal.exists() else 0  # a resumed crawl's earlier pages
+    deadline = time.monotonic() + timeout_s
+    while True:
+        interrupt.check("crawl")
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise subprocess.TimeoutExpired(process.args, timeout_s)
+        try:
+            return process.wait(timeout=min(0.5, left))
+        except subprocess.TimeoutExpired:
+            offset = _count_pages(journal, offset)
+
+
+def _count_pages(journal: Path, offset: int) -> int:
+    """Count the whole `done` lines written to `journal` after `offset`; returns the new offset."""
+    try:
+        with open(journal, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read()
+    except FileNotFoundError:
+        return offset
+    end = data.rfind(b"\n") + 1
+    activity.count("pages crawled", data[:end].count(b'{"t":"done"'))
+    return offset + end
 
 
 def save_frontier(lake: Lake, directory: Path, site_frontier: Path) -> int:

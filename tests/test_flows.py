@@ -237,6 +237,142 @@ def test_sigkill_in_every_stage_then_rerun_gives_the_same_release(
             assert lake.read(table).num_rows == Lake(reference).read(table).num_rows, table
 
 
+SIGNALLER = textwrap.dedent(
+    """
+    import os, signal, sys, threading
+
+
+    def install(stage, sig):
+
+        def send():
+            # To the whole process group, as a terminal's Ctrl-C or a scheduler stopping its unit
+            # does: Prefect's local API must outlive it (it runs in a session of its own).
+            os.killpg(0, sig)
+
+        if stage == "crawl":  # while the first site's crawl subprocess runs
+            import lookbench_live.scrapers.crawl as crawl_mod
+            real_crawl = crawl_mod.run_crawl
+            calls = []
+            def run_crawl(*a, **k):
+                calls.append(1)
+                if len(calls) == 1:
+                    threading.Timer(1.5, send).start()
+                return real_crawl(*a, **k)
+            crawl_mod.run_crawl = run_crawl
+        if stage == "generate":  # once the first batch of generated images is in the lake
+            from lookbench_live.warehouse import lake as lake_mod
+            real_append = lake_mod.Lake.append
+            sent = []
+            def append(self, records):
+                records = list(records)
+                out = real_append(self, records)
+                if records and type(records[0]).__table__ == "generations" and not sent:
+                    sent.append(1)
+                    send()
+                return out
+            lake_mod.Lake.append = append
+        if stage == "commit":  # the commit step has begun, the release's commit has not
+            import lookbench_live.flows.refresh as refresh_mod
+            for i, (name, fn, when) in enumerate(refresh_mod.PIPELINE):
+                if name == "commit":
+                    def commit(run, fn=fn):
+                        send()
+                        return fn(run)
+                    refresh_mod.PIPELINE = (
+                        *refresh_mod.PIPELINE[:i], (name, commit, when), *refresh_mod.PIPELINE[i + 1 :]
+                    )
+
+
+    if __name__ == "__main__":
+        stage, name = sys.argv[1], sys.argv[2]
+        sys.argv = ["lookbench-live", *sys.argv[3:]]
+        # The settings the command makes before it imports Prefect, made before the patches do.
+        from lookbench_live.flows.runtime import offline_defaults
+        from lookbench_live.terminal import configure_terminal
+        offline_defaults()
+        configure_terminal()
+        install(stage, getattr(signal, name))
+        from lookbench_live.cli import main
+
+        main()
+    """
+)
+
+
+def test_sigint_and_sigterm_stop_at_a_safe_point_and_the_rerun_publishes_the_same_release(
+    reference: Path, tmp_path: Path, cli: str
+) -> None:
+    """Ctrl-C (SIGINT) or SIGTERM in crawl, generate and just before the commit: exit 130/143
+    with one line naming the signal and the step, the lock released by the process (not freed
+    by its death), nothing committed; one rerun publishes the reference's release. (Ingest,
+    dedup and annotate share these safe points: between steps and between batches.)"""
+    home = tmp_path / "lake"
+    script = tmp_path / "signaller.py"
+    script.write_text(SIGNALLER)
+    args = ["refresh", "--home", str(home), "--as-of", AS_OF, "--port", str(PORT)]
+    # A Prefect home of these runs alone: its database is what a Prefect server would show.
+    prefect_home = tmp_path / "prefect"
+    prefect_home.mkdir()
+    env = {**os.environ, "PREFECT_HOME": str(prefect_home)}
+    for stage, sig in (("crawl", signal.SIGINT), ("generate", signal.SIGTERM), ("commit", signal.SIGINT)):
+        run = subprocess.run(
+            [sys.executable, str(script), stage, sig.name, *args],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            start_new_session=True,
+            env=env,
+        )
+        assert run.returncode == 128 + sig, f"{stage}: {run.returncode}: {run.stderr[-3000:]}"
+        last = run.stderr.strip().splitlines()[-1]
+        assert last.startswith(f"interrupted by {sig.name} during {stage}: "), run.stderr[-3000:]
+        assert "Traceback" not in run.stderr and "ERROR" not in run.stderr, run.stderr[-3000:]
+        # Released by the process on its way out: an empty holder record (a killed holder's stays).
+        assert (home / "locks" / "writer.lock").read_text(encoding="utf-8") == "", stage
+        assert not (home / "releases" / VERSION / "manifest.json").exists(), f"{stage}: committed"
+        assert not (home / "releases" / "LATEST").exists(), f"{stage}: published"
+    reasons = {r["reason"] for r in Lake(home).read("rejections", columns=["reason"]).to_pylist()}
+    assert "lock_taken_over" not in reasons
+    final = refresh(cli, home, env={"PREFECT_HOME": str(prefect_home)})
+    assert final.returncode == 0, final.stderr[-4000:]
+    assert parquet_checksums(home) == parquet_checksums(reference)
+    runs_as_prefect_shows_them(prefect_home / "prefect.db")
+    # The manifests are equal but for when they were written (created_at, and the report that
+    # says when it was written).
+    ours, theirs = (read_manifest(Lake(h), VERSION) for h in (home, reference))
+    for manifest in (ours, theirs):
+        manifest.pop("created_at")
+        manifest["files"].pop("report.html")
+    assert ours == theirs
+
+
+def runs_as_prefect_shows_them(database: Path) -> None:
+    """The four runs in Prefect's database: named after the release, tagged, the interrupted ones
+    Cancelled naming the signal; the last one's tasks named by site and pass, its steps' INFO
+    lines with counts, and its summary artifact linking the release, report and card."""
+    import sqlite3
+
+    with sqlite3.connect(database) as db:
+        runs = db.execute("SELECT id, name, state_type, tags FROM flow_run ORDER BY created").fetchall()
+        assert [r[1] for r in runs] == [f"refresh-{VERSION}"] * 4, runs
+        assert [r[2] for r in runs] == ["CANCELLED"] * 3 + ["COMPLETED"], runs
+        assert all({"lookbench-live", "refresh"} <= set(json.loads(r[3])) for r in runs), runs
+        last = runs[-1][0]
+        tasks = {r[0] for r in db.execute("SELECT name FROM task_run WHERE flow_run_id = ?", (last,))}
+        assert any(name.startswith("crawl-sample") for name in tasks), tasks
+        assert {"dedup-real", "annotate-real", "generate", "dedup-aigen", "annotate-aigen"} <= tasks, tasks
+        lines = [
+            r[0] for r in db.execute("SELECT message FROM log WHERE flow_run_id = ? AND level = 20", (last,))
+        ]
+        for step in ("crawl", "generate", "commit"):
+            assert any(f" {step}: " in line for line in lines), (step, lines)
+        (data,) = db.execute(
+            "SELECT data FROM artifact WHERE key = 'refresh-summary' AND flow_run_id = ?", (last,)
+        ).fetchone()
+        for link in ("[release](file://", "[report](file://", "[card](file://"):
+            assert link in data, data
+
+
 def lake_key(table: str) -> tuple[str, ...]:
     from lookbench_live.schema.records import TABLES
 
@@ -423,6 +559,7 @@ def test_the_monthly_deployment_schedule() -> None:
     deployment = refresh_deployment(Settings(), "/etc/lookbench/lookbench.toml")
     (schedule,) = deployment.schedules
     assert schedule.schedule.cron == "0 3 1 * *" and schedule.schedule.timezone == "UTC"
-    assert deployment.parameters == {"config_path": "/etc/lookbench/lookbench.toml"}
+    assert deployment.parameters == {"config_path": "/etc/lookbench/lookbench.toml", "schedule": "0 3 1 * *"}
     custom = refresh_deployment(Settings(), None, cron="0 5 2 * *")
     assert custom.schedules[0].schedule.cron == "0 5 2 * *"
+    assert custom.parameters["schedule"] == "0 5 2 * *"  # each run is versioned by its tick

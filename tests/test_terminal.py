@@ -92,3 +92,50 @@ def test_library_noise_only_with_verbose(tmp_path, cli) -> None:
     assert loud.returncode == 0, loud.stderr[-3000:]
     assert re.search(r"^\[transformers\]", loud.stderr, re.M), loud.stderr[-3000:]
     assert loud.stdout == quiet.stdout  # the same result either way
+
+
+def test_the_stage_counter_counts_each_step_once_also_a_name_that_runs_twice() -> None:
+    steps = ["crawl", "dedup", "generate", "dedup", "commit"]
+    with stage_progress(steps, stream=io.StringIO()) as progress:
+        positions = []
+        for name in steps:
+            progress.start(name)
+            positions.append(progress.position)
+            progress.done()
+    assert positions == ["1/5", "2/5", "3/5", "4/5", "5/5"]
+
+
+def test_a_long_stage_shows_its_counts_while_it_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a terminal a running stage prints a line with what it has counted so far
+    (`lookbench_live.activity`); at a terminal the same counts fill its live row."""
+    import threading
+
+    from lookbench_live import activity
+    from lookbench_live.flows import progress as progress_mod
+
+    class Stream(io.StringIO):
+        seen = threading.Event()
+
+        def write(self, text: str) -> int:
+            if "images generated" in text:
+                self.seen.set()
+            return super().write(text)
+
+    monkeypatch.setattr(progress_mod, "PLAIN_EVERY_S", 0.02)
+    out = Stream()
+    with stage_progress(["generate"], stream=out) as progress:
+        progress.start("generate")
+        activity.count("images generated", 8)
+        assert out.seen.wait(5), out.getvalue()
+        progress.done({"generated": 8})
+    during = out.getvalue().splitlines()[0]
+    assert re.fullmatch(r"generate\s+… 8 images generated\s+\(\d+ s\)", during), during
+    assert re.fullmatch(r"generate\s+8 generated\s+\(\d+\.\d s\)", out.getvalue().splitlines()[-1])
+    # At a terminal, the running stage's column reads the same counts.
+    from rich.progress import Task
+
+    column = progress_mod.LiveCounts()
+    task = Task(0, "generate", total=1, completed=0, _get_time=lambda: 0.0, fields={"counts": "running"})
+    activity.reset()
+    activity.count("pages crawled", 12)
+    assert column.render(task).plain == "12 pages crawled"

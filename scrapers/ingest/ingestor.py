@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lookbench_live import activity, interrupt
 from lookbench_live.config import DEFAULT_CONTACT_URL, IngestSettings
 from lookbench_live.schema.hashing import ImageHashes
 from lookbench_live.schema.records import ImageRecord, utcnow
@@ -224,6 +225,8 @@ async def _ingest_urls(
 
         async def worker() -> None:
             for url in queue:  # the shared iterator hands each URL to exactly one worker
+                # A safe point: after a signal no fetch begins; the finished ones are committed.
+                interrupt.check("ingest")
                 try:
                     outcome = await _ingest_url(
                         downloader, decoder, store, url, hosts_of.get(url, NO_PRIVATE), delay_of.get(url, 0.0)
@@ -235,6 +238,7 @@ async def _ingest_urls(
                         url, "rejected", utcnow(), reason="internal_error", detail=repr(exc)[:500]
                     )
                 outcomes.append(outcome)
+                activity.count("images fetched")
                 batch.append(outcome)
                 if len(batch) >= settings.shard_size:
                     ready = batch[:]
