@@ -26,8 +26,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import CancelledRun
+from prefect.utilities.annotations import quote
 
 from lookbench_live import interrupt
 from lookbench_live.config import Settings, load_settings
@@ -564,6 +566,26 @@ PIPELINE: tuple[tuple[str, Step, frozenset[str]], ...] = (
 )
 
 
+# The steps that work on the run itself (the staged release) rather than submit stage tasks of their
+# own: each runs as one Prefect task named after it, so a server's timeline shows every step.
+RELEASE_STEPS = frozenset({"stage", "check", "audit", "labels", "evaluate", "report", "commit"})
+
+
+@task(name="release-step", task_run_name="{name}", cache_policy=NO_CACHE)
+def release_step(name: str, step: Step, run: Run) -> Run:
+    """One release step as a task run. Called in the flow's thread (never submitted), so it sees
+    the same run object; a step that submits tasks (evaluation shards) still submits them to the
+    flow's task runner."""
+    return step(run)
+
+
+def _run_step(name: str, step: Step, run: Run) -> Run:
+    if name in RELEASE_STEPS:
+        # quote(): Prefect would otherwise walk the whole run state looking for futures.
+        return release_step(name, step, quote(run))
+    return step(run)
+
+
 def steps_for(selected: Sequence[str]) -> list[tuple[str, Step]]:
     """The pipeline's steps that the selected stages ask for, in order."""
     chosen = set(selected)
@@ -592,7 +614,7 @@ def run_pipeline(
             interrupt.check(name)  # a safe point between steps
             progress.start(name)
             try:
-                run = step(run)
+                run = _run_step(name, step, run)
             except CancelledRun:
                 interrupt.check(name)  # a task stopped on the signal: say so once, naming the step
                 raise

@@ -361,6 +361,8 @@ def runs_as_prefect_shows_them(database: Path) -> None:
         tasks = {r[0] for r in db.execute("SELECT name FROM task_run WHERE flow_run_id = ?", (last,))}
         assert any(name.startswith("crawl-sample") for name in tasks), tasks
         assert {"dedup-real", "annotate-real", "generate", "dedup-aigen", "annotate-aigen"} <= tasks, tasks
+        # Every release step is a task of its own, so the end of a run is not blank in the timeline.
+        assert {"evidence", "stage", "check", "labels", "evaluate", "report", "commit"} <= tasks, tasks
         lines = [
             r[0] for r in db.execute("SELECT message FROM log WHERE flow_run_id = ? AND level = 20", (last,))
         ]
