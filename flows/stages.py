@@ -306,7 +306,7 @@ def annotate_shard(spec: RunSpec, label: str, index: int, count: int) -> dict[st
     return {"pass": label, "shard": f"{index}/{count}", **_summary(result)}
 
 
-@task(name="evidence")
+@task(name="evidence", task_run_name="evidence")
 def evidence(spec: RunSpec) -> dict[str, Any]:
     """The evidence checks on generated images (issue 22 §4 phase B): the VLM's category check
     (with a VLM configured) and the conditioned-look embedding check; the label rules act on them."""

@@ -322,12 +322,16 @@ class FreshnessStore:
 
 
 def upright_photo(product_id: str, n: int) -> Image.Image:
-    """A distinct photo per (product, view): random blocks, a red band along its top."""
+    """A distinct studio photo per (product, view): random blocks on a plain backdrop, clear of
+    its edges as a product shot's are (RealStudioFlat's photo-type rule reads the border), and a
+    red band along its top."""
     rng = random.Random(f"{product_id}:{n}")
     image = Image.new("RGB", PHOTO_SIZE, tuple(rng.randrange(40, 200) for _ in range(3)))
     draw = ImageDraw.Draw(image)
+    margin = 24
     for _ in range(14):
-        x0, y0 = rng.randrange(0, PHOTO_SIZE[0] - 20), rng.randrange(20, PHOTO_SIZE[1] - 20)
+        x0 = rng.randrange(margin, PHOTO_SIZE[0] - margin - 70)
+        y0 = rng.randrange(margin, PHOTO_SIZE[1] - margin - 70)
         draw.rectangle(
             (x0, y0, x0 + rng.randrange(10, 70), y0 + rng.randrange(10, 70)),
             fill=tuple(rng.randrange(0, 256) for _ in range(3)),

@@ -259,14 +259,15 @@ SIGNALLER = textwrap.dedent(
                     threading.Timer(1.5, send).start()
                 return real_crawl(*a, **k)
             crawl_mod.run_crawl = run_crawl
-        if stage == "generate":  # once the first batch of generated images is in the lake
+        if stage in ("ingest", "generate"):  # once the stage's first records are in the lake
             from lookbench_live.warehouse import lake as lake_mod
             real_append = lake_mod.Lake.append
+            table = {"ingest": "images", "generate": "generations"}[stage]
             sent = []
             def append(self, records):
                 records = list(records)
                 out = real_append(self, records)
-                if records and type(records[0]).__table__ == "generations" and not sent:
+                if records and type(records[0]).__table__ == table and not sent:
                     sent.append(1)
                     send()
                 return out
@@ -302,10 +303,10 @@ SIGNALLER = textwrap.dedent(
 def test_sigint_and_sigterm_stop_at_a_safe_point_and_the_rerun_publishes_the_same_release(
     reference: Path, tmp_path: Path, cli: str
 ) -> None:
-    """Ctrl-C (SIGINT) or SIGTERM in crawl, generate and just before the commit: exit 130/143
-    with one line naming the signal and the step, the lock released by the process (not freed
-    by its death), nothing committed; one rerun publishes the reference's release. (Ingest,
-    dedup and annotate share these safe points: between steps and between batches.)"""
+    """Ctrl-C (SIGINT) or SIGTERM in crawl, ingest, generate and just before the commit: exit
+    130/143 with one line naming the signal and the step, the lock released by the process (not
+    freed by its death), nothing committed; one rerun publishes the reference's release. (Dedup
+    and annotate share these safe points: between steps and between batches.)"""
     home = tmp_path / "lake"
     script = tmp_path / "signaller.py"
     script.write_text(SIGNALLER)
@@ -314,7 +315,13 @@ def test_sigint_and_sigterm_stop_at_a_safe_point_and_the_rerun_publishes_the_sam
     prefect_home = tmp_path / "prefect"
     prefect_home.mkdir()
     env = {**os.environ, "PREFECT_HOME": str(prefect_home)}
-    for stage, sig in (("crawl", signal.SIGINT), ("generate", signal.SIGTERM), ("commit", signal.SIGINT)):
+    stops = (
+        ("crawl", signal.SIGINT),
+        ("ingest", signal.SIGTERM),
+        ("generate", signal.SIGTERM),
+        ("commit", signal.SIGINT),
+    )
+    for stage, sig in stops:
         run = subprocess.run(
             [sys.executable, str(script), stage, sig.name, *args],
             capture_output=True,
@@ -347,15 +354,15 @@ def test_sigint_and_sigterm_stop_at_a_safe_point_and_the_rerun_publishes_the_sam
 
 
 def runs_as_prefect_shows_them(database: Path) -> None:
-    """The four runs in Prefect's database: named after the release, tagged, the interrupted ones
+    """The five runs in Prefect's database: named after the release, tagged, the interrupted ones
     Cancelled naming the signal; the last one's tasks named by site and pass, its steps' INFO
     lines with counts, and its summary artifact linking the release, report and card."""
     import sqlite3
 
     with sqlite3.connect(database) as db:
         runs = db.execute("SELECT id, name, state_type, tags FROM flow_run ORDER BY created").fetchall()
-        assert [r[1] for r in runs] == [f"refresh-{VERSION}"] * 4, runs
-        assert [r[2] for r in runs] == ["CANCELLED"] * 3 + ["COMPLETED"], runs
+        assert [r[1] for r in runs] == [f"refresh-{VERSION}"] * 5, runs
+        assert [r[2] for r in runs] == ["CANCELLED"] * 4 + ["COMPLETED"], runs
         assert all({"lookbench-live", "refresh"} <= set(json.loads(r[3])) for r in runs), runs
         last = runs[-1][0]
         tasks = {r[0] for r in db.execute("SELECT name FROM task_run WHERE flow_run_id = ?", (last,))}

@@ -27,6 +27,7 @@ def test_a_dask_refresh_over_two_vlm_endpoints_one_killed_builds_the_same_releas
     endpoints of which one is stopped mid-run, with generation, evaluation embedding and the dedup
     search also as shards on the workers, publishes the same release bytes and scores as the
     thread runner over one endpoint (where every one of those stages runs in the flow process)."""
+    import re
     import sqlite3
     import threading
 
@@ -92,11 +93,14 @@ def test_a_dask_refresh_over_two_vlm_endpoints_one_killed_builds_the_same_releas
     assert b.total >= 5 and a.total > served_by_a_at_kill[0], "b was not stopped mid-run"
     with sqlite3.connect(prefect_home / "prefect.db") as db:  # the shards ran as tasks on the workers
         shard_runs = db.execute(
-            "SELECT name, state_type FROM task_run WHERE name LIKE '%-shard-%'"
+            "SELECT name, state_type FROM task_run WHERE name LIKE '%-shard-%' OR name LIKE 'annotate-%-of-%'"
         ).fetchall()
     states: dict[str, list[str]] = {}
     for name, state in shard_runs:
-        states.setdefault(name.rsplit("-", 1)[0], []).append(state)
+        # Annotation shards are named by pass and position (annotate-real-1-of-2); the others
+        # carry Prefect's generated suffix (generate-shard-abc).
+        kind = "annotate-shard" if re.fullmatch(r"annotate-\w+-\d+-of-\d+", name) else name.rsplit("-", 1)[0]
+        states.setdefault(kind, []).append(state)
     assert states.pop("annotate-shard") == ["COMPLETED"] * 4  # 2 passes × 2 shards
     assert states.pop("generate-shard") == ["COMPLETED"] * 2
     assert states.pop("embed-shard") == ["COMPLETED"] * 2  # the baseline's images, 2 shards

@@ -141,8 +141,11 @@ class Assembler:
         takedown: Callable[[dict[str, Any]], str | None] | None = None,
         freshness: FreshnessRules | None = None,
         photo_type: PhotoTypeRule | None = None,
+        failed_looks: frozenset[str] = frozenset(),
     ):
         self.photo_type = photo_type or PhotoTypeRule(STUDIO_MIN_FLAT_BORDER)
+        # Generated images whose conditioned-look check failed (the label rules hold them back).
+        self.failed_looks = failed_looks
         self._photo_scores: dict[str, float] = {}
         # Without rules (direct callers), the window on first_seen_at alone dates an item.
         self.freshness = freshness or FreshnessRules(window, {})
@@ -476,10 +479,22 @@ class Assembler:
         # Product keys resolved from the looks' refs (the crawler states page URLs): see views.
         reserved: set[str] = set(self.view.linked_products())
         for gen in self.view.generations.values():
+            if self._look_failed(gen):
+                # Its only query is held back (`conditioned_look_mismatch`): the product is not
+                # kept for it, so a fresh product is not lost to a look that failed to show it.
+                continue
             # Products a generated query is conditioned on (every garment of a street look): their
             # photos are that query's gallery, so they are neither queries nor noise themselves.
             reserved.update(c["product_key"] for c in _conditioning(gen))
         return reserved
+
+    def _look_failed(self, gen: Generation) -> bool:
+        """An AIGen-Studio query every image of which failed its conditioned-look check. (A street
+        look's garments are checked box by box, and stay reserved.)"""
+        if not self.failed_looks or gen.role != "query" or gen.subset != "aigen_studio":
+            return False
+        shas = [img["sha256"] for img in self.view.owner_images.get(("generation", gen.generation_id), [])]
+        return bool(shas) and all(sha in self.failed_looks for sha in shas)
 
     def real_studio_flat(self, reserved: set[str]) -> set[str]:
         chosen: set[str] = set()

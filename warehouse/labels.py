@@ -130,6 +130,15 @@ class LabelRules:
             "held_back": dict(sorted(self.held.items())),
         }
 
+    def failed_looks(self) -> frozenset[str]:
+        """Generated images (whole, no box) whose conditioned-look check failed: the assembler does
+        not hold their product back for them (`Assembler.reserved_products`)."""
+        return frozenset(
+            sha
+            for (sha, bbox, check), outcome in self.evidence.items()
+            if check == "conditioned_look" and not bbox and outcome.status == "fail"
+        )
+
     def _evidence(self, row: Mapping[str, Any]) -> str | None:
         """The evidence reason that holds a generated row back, or None."""
         if json.loads(row.get("provenance") or "{}").get("kind") != "generation":

@@ -615,6 +615,7 @@ def stage_release(
         takedown=takedown_filter(lake),  # what owners asked to remove never enters a release
         freshness=FreshnessRules(window, baselines),
         photo_type=photo_type,
+        failed_looks=labels.failed_looks() if labels is not None else frozenset(),
     ).build()
     if labels is not None:
         kept, held = labels.apply(assembly.rows)
