@@ -162,8 +162,9 @@ def test_difficulty_is_the_subset_level_and_the_estimate_has_its_own_column(tmp_
 def test_the_configured_device_and_trust_remote_code_reach_every_evaluation_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`[evaluation] device` and `trust_remote_code` (deploy/lookbench.toml: cuda, true for GR-Lite) are
-    what the flow passes to each model; dropping them ran evaluation on CPU and failed GR-Lite."""
+    """`[evaluation] device` and `trust_remote_code` (deploy/lookbench.toml: cuda; false, since GR-Lite
+    now loads from its safetensors and only a pickle-only folder needs it) are what the flow passes
+    to each model; dropping them ran evaluation on CPU and failed a pickle-only GR-Lite."""
     from lookbench_live.evaluation import evaluate as evaluation_module
 
     real = evaluation_module.run_evaluation
