@@ -41,6 +41,7 @@ from lookbench_live.flows.runtime import (
     parse_moment,
     route_run_logs,
     scheduled_day,
+    stoppable,
     task_runner,
 )
 from lookbench_live.flows.summary import markdown_summary, publish_artifact, rejection_counts
@@ -572,6 +573,7 @@ RELEASE_STEPS = frozenset({"stage", "check", "audit", "labels", "evaluate", "rep
 
 
 @task(name="release-step", task_run_name="{name}", cache_policy=NO_CACHE)
+@stoppable
 def release_step(name: str, step: Step, run: Run) -> Run:
     """One release step as a task run. Called in the flow's thread (never submitted), so it sees
     the same run object; a step that submits tasks (evaluation shards) still submits them to the

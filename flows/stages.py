@@ -307,6 +307,7 @@ def annotate_shard(spec: RunSpec, label: str, index: int, count: int) -> dict[st
 
 
 @task(name="evidence", task_run_name="evidence")
+@stoppable
 def evidence(spec: RunSpec) -> dict[str, Any]:
     """The evidence checks on generated images (issue 22 §4 phase B): the VLM's category check
     (with a VLM configured) and the conditioned-look embedding check; the label rules act on them."""
