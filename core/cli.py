@@ -17,6 +17,7 @@ show_starting(sys.argv)  # `refresh`, `backfill` at a terminal: a line within a 
 
 import click
 import typer
+import typer.core
 
 # The stage CLIs, imported by name so that a broken module fails here, loudly, and a reader sees
 # each edge. Each module's imports are light: the stage's own code is imported inside its commands.
@@ -32,6 +33,31 @@ from lookbench_live.scrapers import cli as scrapers_cli
 from lookbench_live.terminal import configure_terminal
 from lookbench_live.warehouse import cli as warehouse_cli
 from lookbench_live.warehouse import takedown_cli
+
+
+def _skip_coercion_of_absent_options() -> None:
+    """An option left out (value None) is passed through without building typer's coercer.
+
+    typer 0.29 builds a pydantic TypeAdapter for every non-flag parameter before it coerces the
+    value, even when the value is None, which `coerce` then returns unchanged; that import and
+    build cost ~0.1 s per command (`taxonomy`: 0.31 s → 0.2 s, docs/benchmarks.md). Given values
+    and multi-value options (None becomes ()) still go through typer's own path, and a missing
+    required option is refused as typer refuses it.
+    """
+    parameter = typer.core._TyperParameter
+    coerce = parameter.process_value
+
+    def process_value(self: typer.core._TyperParameter, ctx: click.Context, value: object) -> object:
+        if value is not None or self.multiple or self.nargs == -1:
+            return coerce(self, ctx, value)
+        if self.required:
+            raise click.exceptions.MissingParameter(ctx=ctx, param=self)
+        return self.callback(ctx, self, value) if self.callback is not None else value
+
+    parameter.process_value = process_value  # type: ignore[method-assign]
+
+
+_skip_coercion_of_absent_options()
 
 HELP = """Build, verify, query and score releases of the live LookBench benchmark.
 
