@@ -75,7 +75,8 @@ def trim(text: str, max_bytes: int) -> str:
         kind = (element.get("type") or "").split(";")[0].strip().lower()
         script = tag == "script" and not kind.endswith("json")
         styling = tag in ("style", "svg", "noscript", "iframe", "template") or tag.endswith("}svg")
-        link = tag == "link" and (element.get("rel") or "").lower() != "canonical"
+        # A microdata `<link itemprop="availability" href=…>` is a fact, not a resource hint.
+        link = tag == "link" and (element.get("rel") or "").lower() != "canonical" and not element.get("itemprop")
         if script or styling or link:
             _drop(element)
         else:
