@@ -76,7 +76,11 @@ def trim(text: str, max_bytes: int) -> str:
         script = tag == "script" and not kind.endswith("json")
         styling = tag in ("style", "svg", "noscript", "iframe", "template") or tag.endswith("}svg")
         # A microdata `<link itemprop="availability" href=…>` is a fact, not a resource hint.
-        link = tag == "link" and (element.get("rel") or "").lower() != "canonical" and not element.get("itemprop")
+        link = (
+            tag == "link"
+            and (element.get("rel") or "").lower() != "canonical"
+            and not element.get("itemprop")
+        )
         if script or styling or link:
             _drop(element)
         else:

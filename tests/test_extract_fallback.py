@@ -59,7 +59,9 @@ def test_a_page_that_is_not_a_product_gives_none(name):
 @pytest.mark.parametrize(
     ("text", "lang", "iso"),
     [("£49.00", "en", "GBP"), ("EUR 12,99", "de-de", "EUR"), ("209,00€", "fr", "EUR"), ("$8.99", "en-us", "USD"),
-     ("$8.99", "en-gb", None), ("$8.99", "es-mx", None), ("US$ 5", "es", "USD"), ("12.00", "en-us", None)],
+     ("$8.99", "en-gb", None), ("$8.99", "es-mx", None), ("US$ 5", "es", "USD"), ("12.00", "en-us", None),
+     ("R$ 31,99", None, "BRL"), ("₹649", None, "INR"), ("CA$12", "en", "CAD"), ("249 kronor", "sv", "SEK"),
+     ("31 850 грн", "uk", "UAH"), ("¥1200", "ja", None), ("99 kr", "sv", None)],
 )  # fmt: skip
 def test_a_price_texts_currency_is_named_only_when_unambiguous(text, lang, iso):
     assert currency_of(text, lang) == iso
@@ -76,3 +78,35 @@ def test_a_listing_gives_no_product_and_a_product_page_skips_its_recommendation_
         "http://books.toscrape.com/media/cache/c0/59/c05972805aa7201171b8fc71a5b00292.jpg"
     ]
     assert product.sources["image"] == "html:image-alt"
+
+
+def test_other_currencies_and_languages_read_from_what_the_page_shows():
+    """amazon.in (₹, a -91% banner, the byline's "Visit the Dubstep Store") and a VTEX store
+    (R$, "Código:" on the line before the code), neither with structured data."""
+    india = _extract("amzin_dubstep-speaker").products[0]
+    assert (india.price, india.currency, india.brand) == (Decimal("649"), "INR", "Dubstep")
+    assert (india.product_id, india.availability) == ("B0FHHQQNZY", "InStock")
+    assert india.sources["currency"].startswith("html:price-element")
+    vtex = _extract("vtex_meuamigopet-racao").products[0]
+    assert (vtex.price, vtex.currency, vtex.product_id) == (Decimal("31.99"), "BRL", "7797453062251")
+    assert vtex.sources["product_id"] == "html:id"
+
+
+def test_a_markup_product_without_a_name_takes_the_pages_heading():
+    """goldapple.ru: its microdata Product states sku, offer and image but no name or brand; the
+    page's <h1> holds the brand link and the name, read as two phrases."""
+    product = _extract("ga_goldapple-gentle-fluidity-gold").products[0]
+    assert product.title == "Maison Francis Kurkdjian Gentle Fluidity Gold"
+    assert product.brand == "Maison Francis Kurkdjian"
+    assert (product.sources["title"], product.sources["brand"]) == ("html:heading", "html:heading-brand")
+    assert (product.price, product.currency, product.sources["price"]) == (
+        Decimal("22510"),
+        "RUB",
+        "microdata",
+    )
+    assert product.color is None  # "Gold" is the fragrance's name, not a colour the page states
+
+
+def test_a_listing_in_a_javascript_state_gives_no_product():
+    """hotline.ua's search page: its products exist only in `window.__NUXT__`, none is the page's."""
+    assert _extract("hotline_search-listing").products == []

@@ -65,7 +65,8 @@ _BRAND_TEXT = re.compile(
 _AUTHOR = re.compile(r"(?i)^(?:by|von|de|par|di|door)\s|\(|:|\d")
 _ID_LABEL = re.compile(
     r"(?im)(?:^|\s)(?:sku|upc|ean|gtin|mpn|isbn(?:-1[03])?|item\s*(?:#|no\.?|number)|art\.?-?nr\.?|"
-    r"artikelnummer|asin|product code|style\s*#|r[ée]f(?:[ée]rence)?\.?|referencia)\s*[:#]?\s*"
+    r"artikelnummer|asin|product code|style\s*#|r[ée]f(?:[ée]rence)?\.?|referencia|c[óo]digo|"
+    r"kod produktu)\s*[:#]?\s*"
     r"(?P<id>(?=[\w-]*\d)[A-Z0-9][A-Z0-9_-]{3,30})\b"
 )
 _OUT = re.compile(
@@ -73,8 +74,17 @@ _OUT = re.compile(
     r"nicht (?:verfügbar|lieferbar)|épuisé|rupture de stock|non disponible|agotado|no disponible"
 )
 _IN = re.compile(r"(?i)in stock|auf lager|lieferbar|vorrätig|en stock|disponible|available|in magazzino")
-_SIGNS = (("€", "EUR"), ("£", "GBP"), ("¥", None), ("CHF", "CHF"), ("zł", "PLN"), ("₽", "RUB"))
-_CODE = re.compile(r"\b(EUR|USD|GBP|CHF|SEK|NOK|DKK|PLN|CZK|JPY|CAD|AUD|RUB|INR)\b")
+# Signs and words that name one currency, the longer first ("US$" before "S$", "CA$" before "A$").
+# "$" alone (USD, CAD, AUD, MXN, ARS…), "¥" (JPY or CNY) and "kr" (SEK, NOK, DKK, ISK) do not.
+_SIGNS = (
+    ("US$", "USD"), ("CA$", "CAD"), ("AU$", "AUD"), ("NZ$", "NZD"), ("HK$", "HKD"), ("MX$", "MXN"),
+    ("R$", "BRL"), ("S$", "SGD"), ("A$", "AUD"), ("C$", "CAD"), ("€", "EUR"), ("£", "GBP"),
+    ("₹", "INR"), ("₽", "RUB"), ("руб", "RUB"), ("₴", "UAH"), ("грн", "UAH"), ("₺", "TRY"),
+    ("₩", "KRW"), ("zł", "PLN"), ("Kč", "CZK"), ("kronor", "SEK"), ("CHF", "CHF"), ("¥", None),
+)  # fmt: skip
+_CODE = re.compile(
+    r"\b(EUR|USD|GBP|CHF|SEK|NOK|DKK|PLN|CZK|HUF|JPY|CNY|CAD|AUD|NZD|RUB|UAH|INR|BRL|MXN|ARS|TRY|ZAR|KRW)\b"
+)
 _AMOUNT = re.compile(r"\d[\d.,'\u00a0\u202f ]*")
 
 
@@ -116,6 +126,7 @@ def html_product(
     brand = brand or _pick(
         sources, "brand", clean_title(_first(metas, "product:brand") or _first(metas, "og:brand")), "meta"
     )
+    brand = brand or _pick(sources, "brand", heading_brand(body), "html:heading-brand")
     brand = brand or _pick(sources, "brand", _brand_element(body), "html:brand-element")
     product_id = _pick(sources, "product_id", _stated_id(body, itemprops), "html:id")
     product_id = product_id or _pick(sources, "product_id", url_identifier(canonical), "url:asin")
@@ -155,8 +166,6 @@ def currency_of(text: str | None, lang: str | None) -> str | None:
     for sign, iso in _SIGNS:
         if sign in text:
             return iso
-    if "US$" in text:
-        return "USD"
     if "$" in text and (lang or "").lower().replace("_", "-") == "en-us":
         return "USD"
     return None
@@ -194,6 +203,13 @@ def _text(element: lxml_html.HtmlElement) -> str:
     return " ".join(element.text_content().split())
 
 
+def _heading_text(element: lxml_html.HtmlElement) -> str:
+    """A heading's words: its parts joined by a space ("<a>Maison Francis Kurkdjian</a><span>Gentle
+    Fluidity Gold</span>" is two phrases, not "KurkdjianGentle"). Only for headings: a price's
+    parts ("649<span>.</span>00") must stay joined."""
+    return " ".join(" ".join(element.itertext()).split())
+
+
 def _title_element(body: lxml_html.HtmlElement) -> str | None:
     for element in body.iter():
         if isinstance(element.tag, str) and _TITLE_HINT.search(element.get("id") or "") and _text(element):
@@ -205,9 +221,36 @@ def _title_element(body: lxml_html.HtmlElement) -> str | None:
             text = _text(element)
             if text and len(text) < 300:
                 return clean_title(text)
-    headings = [_text(h) for h in body.iter("h1")]
+    headings = [_heading_text(h) for h in body.iter("h1")]
     headings = [h for h in headings if 3 <= len(h) <= 300 and not _BUY.search(h)]
     return clean_title(headings[0]) if len(headings) == 1 else None
+
+
+def page_heading(body: lxml_html.HtmlElement) -> str | None:
+    """The product name the page shows as its heading: an element whose id names a product
+    title, else the page's one meaningful `<h1>`. For a structured product that states no name;
+    class names are not used here, as "product-name" also marks every recommended product."""
+    for element in body.iter():
+        if isinstance(element.tag, str) and _TITLE_HINT.search(element.get("id") or "") and _text(element):
+            return clean_title(_text(element))
+    headings = [_heading_text(h) for h in body.iter("h1")]
+    headings = [h for h in headings if 3 <= len(h) <= 300 and not _BUY.search(h)]
+    return clean_title(headings[0]) if len(headings) == 1 else None
+
+
+def heading_brand(body: lxml_html.HtmlElement) -> str | None:
+    """The brand inside the page's one `<h1>` ("<h1><a class=…brand…>Maison Francis Kurkdjian</a>
+    <span>Gentle Fluidity Gold</span></h1>"): a part of the product's own heading whose id or class
+    names a brand, so never a "Brands" menu or a recommended product's brand."""
+    headings = list(body.iter("h1"))
+    if len(headings) != 1:
+        return None
+    for element in headings[0].iterdescendants():
+        if isinstance(element.tag, str) and _BRAND_HINT.search(_hint(element)):
+            text = _text(element)
+            if text and len(text) <= 60 and not _AUTHOR.search(text):
+                return clean_title(text)
+    return None
 
 
 def _price_text(
@@ -367,7 +410,8 @@ def _buy_controls(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]
     return count
 
 
-_MONEY = re.compile(r"(?:[€£$]|\b(?:EUR|USD|GBP|CHF)\b)\s?\d|\d\s?(?:[€£$]|\b(?:EUR|USD|GBP|CHF)\b)")
+_MONEY_SIGN = "|".join(re.escape(sign) for sign, _ in _SIGNS) + r"|\$|" + _CODE.pattern
+_MONEY = re.compile(rf"(?:{_MONEY_SIGN})\s?\d|\d\s?(?:{_MONEY_SIGN})")
 
 
 def _cards(body: lxml_html.HtmlElement) -> set[lxml_html.HtmlElement]:

@@ -199,7 +199,8 @@ def _fill_from_meta(
     product: NormalizedProduct, tree: lxml_html.HtmlElement, metas: _Metas, url: str, lang: str | None
 ) -> None:
     """What a malformed or partial JSON-LD offer lost, from the page's OpenGraph / `product:`
-    meta: price with its currency, images, colour and material fields. Never overrides."""
+    meta: price with its currency, images, colour and material fields; a missing title or brand
+    from the page's own heading. Never overrides."""
     amount = metas.first("product:price:amount") or metas.first("og:price:amount")
     currency = _currency(metas.first("product:price:currency") or metas.first("og:price:currency"))
     price = parse_price(amount, lang=lang)
@@ -247,6 +248,20 @@ def _fill_from_meta(
         product.brand = clean_title(metas.first("product:brand") or metas.first("og:brand"))
         if product.brand:
             product.sources["brand"] = "meta"
+    body = tree.find("body")
+    if (not product.title or not product.brand) and body is not None:
+        # A Product in the markup without a name or brand (microdata on the offer only): the
+        # page's own heading states them. Not `og:title`, which sites pad ("В наличии: …").
+        from lookbench_live.scrapers.extract.html_fallback import heading_brand, page_heading
+
+        if not product.title:
+            product.title = page_heading(body)
+            if product.title:
+                product.sources["title"] = "html:heading"
+        if not product.brand:
+            product.brand = heading_brand(body)
+            if product.brand:
+                product.sources["brand"] = "html:heading-brand"
 
 
 _CURRENCY_KEYS = ("priceCurrency", "currencyCode", "currency_code", "currency")
