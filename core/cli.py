@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from lookbench_live.terminal import clear_starting, show_starting
 
@@ -46,12 +47,13 @@ def _skip_coercion_of_absent_options() -> None:
     """
     parameter = typer.core._TyperParameter
     coerce = parameter.process_value
+    vendored = typer.core._click  # typer's own copy of click, whose errors typer reports
 
-    def process_value(self: typer.core._TyperParameter, ctx: click.Context, value: object) -> object:
+    def process_value(self: typer.core._TyperParameter, ctx: Any, value: Any) -> Any:
         if value is not None or self.multiple or self.nargs == -1:
             return coerce(self, ctx, value)
         if self.required:
-            raise click.exceptions.MissingParameter(ctx=ctx, param=self)
+            raise vendored.exceptions.MissingParameter(ctx=ctx, param=self)
         return self.callback(ctx, self, value) if self.callback is not None else value
 
     parameter.process_value = process_value  # type: ignore[method-assign]

@@ -28,16 +28,35 @@ def extract_command(
     looks: Annotated[
         bool, typer.Option("--looks/--no-looks", help="also print looks found on the page")
     ] = False,
+    vlm: Annotated[
+        bool,
+        typer.Option(
+            "--vlm",
+            help="last resort: ask the configured [annotation] endpoint for the title, price, currency "
+            "and brand the markup and page rules did not find; a value the page does not state is dropped",
+        ),
+    ] = False,
+    config: Annotated[
+        str | None, typer.Option("--config", help="TOML configuration file, for --vlm's endpoint")
+    ] = None,
 ) -> None:
     """Print the normalized products of one page or API response as JSON lines.
 
     The platform (Shopify JSON, WooCommerce Store API JSON, schema.org HTML) is detected
-    from the content. Problems (bad JSON-LD scripts…) are reported on stderr.
+    from the content. Problems (bad JSON-LD scripts, a VLM value the page does not state…) are
+    reported on stderr. --vlm is off by default and needs [annotation] base_url.
     """
     import json
 
     from lookbench_live.scrapers.extract import decode_body, extract_document
 
+    endpoint = None
+    if vlm:  # a wrong or missing endpoint fails before the page is fetched
+        from lookbench_live.config import load_settings
+
+        endpoint = load_settings(config).annotation
+        if not endpoint.endpoints:
+            raise typer.BadParameter("--vlm needs an [annotation] base_url in the configuration")
     if path_or_url.startswith(("http://", "https://")):
         body, content_type, final_url = _fetch(path_or_url, allow_private)
         base = url or final_url
@@ -47,7 +66,12 @@ def extract_command(
             raise typer.BadParameter(f"{path_or_url} is neither a file nor an http(s) URL")
         body, content_type = file.read_bytes(), None
         base = url or file.resolve().as_uri()
-    extraction = extract_document(decode_body(body, content_type), base)
+    text = decode_body(body, content_type)
+    extraction = extract_document(text, base)
+    if endpoint is not None:
+        from lookbench_live.scrapers.extract.vlm import complete_with_vlm
+
+        extraction = complete_with_vlm(extraction, text, base, endpoint)
     for product in extraction.products:
         sys.stdout.write(product.cli_json() + "\n")
     if looks:

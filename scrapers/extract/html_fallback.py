@@ -155,6 +155,18 @@ def html_product(
     )
 
 
+def currencies_written(text: str) -> set[str]:
+    """Every ISO currency a text names by its code or by a sign or word that names one."""
+    found = set(_CODE.findall(text))
+    rest = text
+    for sign, iso in _SIGNS:  # longer signs first, each removed so "US$" is not also "S$"
+        if sign in rest:
+            if iso:
+                found.add(iso)
+            rest = rest.replace(sign, " ")
+    return found
+
+
 def currency_of(text: str | None, lang: str | None) -> str | None:
     """ISO currency a price text writes ("£49.00" GBP, "EUR 12,99", "209,00€"); "$" only on a
     US English page (it is also CAD, AUD, MXN, ARS…); None when unsure."""
@@ -355,7 +367,7 @@ def _stated_id(body: lxml_html.HtmlElement, itemprops: dict[str, list[Any]]) -> 
             value = (element.get("value") or "").strip()
             if value:
                 return value
-    match = _ID_LABEL.search(_visible_text(body))
+    match = _ID_LABEL.search(visible_text(body))
     return match.group("id") if match else None
 
 
@@ -368,7 +380,7 @@ def url_identifier(url: str) -> str | None:
     return found.group(1) if found else None
 
 
-def _visible_text(body: lxml_html.HtmlElement) -> str:
+def visible_text(body: lxml_html.HtmlElement) -> str:
     parts = []
     for element in body.iter():
         if element.tag in ("script", "style", "noscript") or not isinstance(element.tag, str):
