@@ -1,6 +1,8 @@
 """Pure extraction: a page or API response in, normalized products and looks out.
 
-Nothing here fetches or stores; spiders and the `extract` command call `extract_document`.
+Nothing here fetches or stores; spiders and the `extract` command call `extract_document`. The
+one exception, `vlm.py` (not imported here), asks the configured VLM for what a page's markup
+left out, only when `extract --vlm` turns it on.
 """
 
 from __future__ import annotations
