@@ -45,11 +45,15 @@ def _skip_coercion_of_absent_options() -> None:
     and multi-value options (None becomes ()) still go through typer's own path, and a missing
     required option is refused as typer refuses it.
     """
-    parameter = typer.core._TyperParameter
+    parameter = getattr(typer.core, "_TyperParameter", None)
+    vendored = getattr(typer.core, "_click", None)  # typer's own click, whose errors it reports
+    if parameter is None or vendored is None:
+        # Another typer than the 0.29 line this was written against: its own path, only slower
+        # (tests/test_startup_imports.py then fails and says so).
+        return
     coerce = parameter.process_value
-    vendored = typer.core._click  # typer's own copy of click, whose errors typer reports
 
-    def process_value(self: typer.core._TyperParameter, ctx: Any, value: Any) -> Any:
+    def process_value(self: Any, ctx: Any, value: Any) -> Any:
         if value is not None or self.multiple or self.nargs == -1:
             return coerce(self, ctx, value)
         if self.required:
