@@ -8,7 +8,8 @@ caller may rely on:
   both by the HTTP client and as a total deadline, so a server that trickles bytes or
   hangs cannot hold a slot for the openai client's 10-minute default; L6).
 - Transient failures (429, 408, 409, 5xx, timeouts, connection errors) are retried with
-  exponential backoff and full jitter, honouring `Retry-After` (capped); terminal ones
+  exponential backoff and full jitter, honouring a 429's or 503's `Retry-After` (capped;
+  both rules are `lookbench_live.retry`'s, as for the crawl and ingest); terminal ones
   (400, 404, 422, …) are not (O10, L7). 401/403 raise `EndpointRefused`: every other
   request would fail the same way, so the run should stop and say so.
 - Requests and spend are capped per run: once either cap is reached, `complete` raises
@@ -349,7 +350,9 @@ class ChatEndpoint(Completes):
                 except openai.APIStatusError as exc:
                     code = exc.status_code
                     retry_after = (
-                        parse_retry_after(exc.response.headers.get("retry-after")) if code == 429 else None
+                        parse_retry_after(exc.response.headers.get("retry-after"))
+                        if code in (429, 503)
+                        else None
                     )
                     raise AttemptFailed(
                         f"llm_http_{code}",

@@ -25,8 +25,8 @@ with a reason code. Guarantees:
   owning site's `download_delay` (`site_download_delays`) between requests, a
   429/503's Retry-After (seconds or HTTP date) before the next request to that host, and a
   host failing `host_park_after` attempts in a row is parked (`host_parked`);
-- timeouts, 429, 5xx and connection errors are retried `retries` times with backoff
-  (or the Retry-After, when the server gives one up to `max_retry_after`; a longer one
+- timeouts, 429, 5xx and connection errors are retried `retries` times with full-jitter
+  backoff from `retry_backoff` (`lookbench_live.retry`, as every client retries) (or the Retry-After, when the server gives one up to `max_retry_after`; a longer one
   ends the URL and parks the host); other 4xx are final at once.
 """
 
