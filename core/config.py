@@ -155,7 +155,7 @@ class IngestSettings(Section):
     concurrency: int = Field(default=32, ge=1, le=512)
     allow_private_addresses: bool = False
     retries: int = Field(default=2, ge=0, le=5)  # extra attempts on timeouts, 429, 5xx, connection errors
-    retry_backoff: float = Field(default=0.5, ge=0)  # seconds, doubled per attempt, with jitter
+    retry_backoff: float = Field(default=0.5, ge=0)  # seconds, doubled per attempt, full jitter (retry.py)
     max_redirects: int = Field(default=limits.MAX_REDIRECTS, ge=0, le=10)
     # "{contact}" is `crawl.contact_url` (as in the crawler's user agent, `agent_string`).
     user_agent: str = limits.USER_AGENT
