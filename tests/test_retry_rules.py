@@ -28,17 +28,23 @@ from lookbench_live.scrapers.middlewares import HostPacingMiddleware, RobotsGate
 ERROR_TTL = 600.0  # robots.txt answered 429 without a usable Retry-After: disallowed this long
 
 
-def _in(seconds: float) -> str:
-    return email.utils.formatdate(time.time() + seconds, usegmt=True)
+class In:
+    """An HTTP-date `seconds` ahead of the moment the header is read (not of collection)."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+    def __str__(self) -> str:
+        return email.utils.formatdate(time.time() + self.seconds, usegmt=True)
 
 
 # header value -> seconds to wait (None: not a valid Retry-After, the caller's own default applies)
-RETRY_AFTER: dict[str, tuple[str, float | None]] = {
+RETRY_AFTER: dict[str, tuple[str | In, float | None]] = {
     "integer": ("120", 120.0),
     "zero": ("0", 0.0),
     "padded": (" 7 ", 7.0),
     "decimal, accepted by every caller": ("1.5", 1.5),
-    "HTTP-date ahead": (_in(40), 40.0),
+    "HTTP-date ahead": (In(40), 40.0),
     "HTTP-date past": ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),
     "negative": ("-5", None),
     "infinite": ("inf", None),
@@ -168,14 +174,14 @@ CALLERS: dict[str, tuple[Callable[[str], float | None], float | None]] = {
 
 @pytest.mark.parametrize("row", list(RETRY_AFTER))
 def test_every_caller_reads_retry_after_alike(row: str) -> None:
-    value, seconds = RETRY_AFTER[row]
-    parsed = parse_retry_after(value)
+    header, seconds = RETRY_AFTER[row]
+    parsed = parse_retry_after(str(header))
     assert parsed == pytest.approx(seconds, abs=2) if seconds is not None else parsed is None
     for name, (caller, default) in CALLERS.items():
         expected = seconds if seconds is not None else default
         if name == "crawl pacing" and expected == 0:
             expected = None  # a hold of 0 s and no hold look alike from outside
-        observed = caller(value)
+        observed = caller(str(header))
         if expected is None:
             assert observed is None, (name, observed)
         else:
