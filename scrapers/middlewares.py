@@ -97,7 +97,7 @@ class AddressGuardMiddleware:
 
 
 class RobotsGateMiddleware:
-    """robots.txt obeyed, failing closed (see `robots.py`); Crawl-delay handed to the pacer."""
+    """robots.txt obeyed, failing closed (see `network/robots.py`); Crawl-delay handed to the pacer."""
 
     def __init__(self, crawler: Any):
         settings = crawler.settings
