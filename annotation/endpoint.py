@@ -8,7 +8,8 @@ caller may rely on:
   both by the HTTP client and as a total deadline, so a server that trickles bytes or
   hangs cannot hold a slot for the openai client's 10-minute default; L6).
 - Transient failures (429, 408, 409, 5xx, timeouts, connection errors) are retried with
-  exponential backoff and full jitter, honouring `Retry-After` (capped); terminal ones
+  exponential backoff and full jitter, honouring a 429's or 503's `Retry-After` (capped;
+  both rules are `lookbench_live.retry`'s, as for the crawl and ingest); terminal ones
   (400, 404, 422, …) are not (O10, L7). 401/403 raise `EndpointRefused`: every other
   request would fail the same way, so the run should stop and say so.
 - Requests and spend are capped per run: once either cap is reached, `complete` raises
@@ -22,9 +23,7 @@ caller may rely on:
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import logging
-import random
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -32,6 +31,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import openai
+
+from lookbench_live.config import ChatEndpointSettings
+from lookbench_live.retry import parse_retry_after, retry_delay
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +121,33 @@ class Completes:
         """One schema-constrained answer (temperature 0 where the model accepts it), or RequestFailed /
         BudgetExhausted / EndpointRefused (a pool whose endpoints are all down: EndpointUnavailable)."""
         return await self._complete(ChatRequest(messages, schema_name, schema, max_tokens, request_id))
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: ChatEndpointSettings,
+        *,
+        base_url: str | None,
+        api_key: str | None,
+        budgeted: bool = True,
+    ) -> ChatEndpoint:
+        """An endpoint at `base_url` with the retry, timeout and concurrency settings of
+        annotation or the judge (one settings type, `config.ChatEndpointSettings`); `budgeted`
+        False leaves the spend cap to a pool over several endpoints."""
+        return cls(
+            base_url=base_url,
+            model=settings.model,
+            api_key=api_key,
+            timeout=settings.timeout,
+            max_retries=settings.max_retries,
+            concurrency=settings.concurrency,
+            max_cost_usd=settings.max_cost_usd if budgeted else None,
+            prompt_price_per_mtok=settings.prompt_price_per_mtok if budgeted else 0.0,
+            completion_price_per_mtok=settings.completion_price_per_mtok if budgeted else 0.0,
+            retry_base_delay=settings.retry_base_delay,
+            retry_max_delay=settings.retry_max_delay,
+            max_retry_after=settings.max_retry_after,
+        )
 
     async def _complete(self, request: ChatRequest) -> Reply:
         raise NotImplementedError
@@ -262,10 +291,13 @@ class ChatEndpoint(Completes):
         self.usage.cost_usd += (prompt_tokens * self.prices[0] + completion_tokens * self.prices[1]) / 1e6
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        delay = min(self.retry_max_delay, self.retry_base_delay * 2**attempt) * random.uniform(0.5, 1.0)
-        if retry_after is not None:
-            delay = max(delay, min(retry_after, self.max_retry_after))
-        return delay
+        return retry_delay(
+            attempt,
+            retry_after,
+            base=self.retry_base_delay,
+            cap=self.retry_max_delay,
+            max_retry_after=self.max_retry_after,
+        )
 
     async def _complete(self, request: ChatRequest) -> Reply:
         return await with_retries(
@@ -318,7 +350,9 @@ class ChatEndpoint(Completes):
                 except openai.APIStatusError as exc:
                     code = exc.status_code
                     retry_after = (
-                        _retry_after(exc.response.headers.get("retry-after")) if code == 429 else None
+                        parse_retry_after(exc.response.headers.get("retry-after"))
+                        if code in (429, 503)
+                        else None
                     )
                     raise AttemptFailed(
                         f"llm_http_{code}",
@@ -362,21 +396,6 @@ def sampling_arguments(model: str, max_tokens: int) -> dict[str, Any]:
 
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta seconds or an HTTP date)."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def _error_text(exc: openai.APIStatusError) -> str:

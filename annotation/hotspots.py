@@ -3,7 +3,7 @@
 The extractor (`scrapers/extract/looks.py`) records each hotspot as the page states it:
 `{"ref", "bbox": [x0, y0, x1, y1] | "point": [x, y], "unit": "percent" | "px"}`. Percent values
 are fractions of the photo as displayed, which is the stored photo since ingestion applies the
-EXIF orientation (`scrapers/ingest/orientation.py`); they are scaled by its width and height.
+EXIF orientation (`ingest/orientation.py`); they are scaled by its width and height.
 Pixel values are taken as pixels of the stored photo. An entry without `unit` is pixels (rows
 written before the unit was recorded).
 

@@ -476,19 +476,7 @@ def run_audit(
     attempts = {
         key(item): (stored_rows[key(item)].attempt or 0) + 1 for item in todo if key(item) in stored_rows
     }
-    endpoint = ChatEndpoint(
-        base_url=settings.base_url,
-        model=settings.model,
-        api_key=api_key,
-        timeout=settings.timeout,
-        max_retries=settings.max_retries,
-        concurrency=settings.concurrency,
-        max_cost_usd=settings.max_cost_usd,
-        prompt_price_per_mtok=settings.prompt_price_per_mtok,
-        completion_price_per_mtok=settings.completion_price_per_mtok,
-        retry_base_delay=settings.retry_base_delay,
-        retry_max_delay=settings.retry_max_delay,
-    )
+    endpoint = ChatEndpoint.from_settings(settings, base_url=settings.base_url, api_key=api_key)
     try:
         new_rows = asyncio.run(_judge_all(endpoint, settings, taxonomy, todo))
         for row in new_rows:

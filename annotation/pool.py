@@ -215,17 +215,8 @@ def pool_for(settings: AnnotationSettings) -> EndpointPool:
     # `concurrency` is per endpoint: each server gets as many requests at once as one did.
     return EndpointPool(
         [
-            ChatEndpoint(
-                base_url=url,
-                model=settings.model,
-                api_key=api_key,
-                timeout=settings.timeout,
-                max_retries=settings.max_retries,
-                concurrency=settings.concurrency,
-                retry_base_delay=settings.retry_base_delay,
-                retry_max_delay=settings.retry_max_delay,
-                max_retry_after=settings.max_retry_after,
-            )
+            # The pool holds the run's spend cap; each endpoint only its own retries.
+            ChatEndpoint.from_settings(settings, base_url=url, api_key=api_key, budgeted=False)
             for url in settings.endpoints
         ],
         max_requests=settings.max_requests_per_run,

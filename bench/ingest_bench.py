@@ -39,8 +39,8 @@ import numpy as np
 from PIL import Image
 
 from lookbench_live.config import IngestSettings
+from lookbench_live.ingest import ImageRequest, ingest_images
 from lookbench_live.schema.records import utcnow
-from lookbench_live.scrapers.ingest import ImageRequest, ingest_images
 from lookbench_live.warehouse.lake import Lake
 
 NGINX_CONF = """

@@ -28,6 +28,8 @@ from pydantic import (
     model_validator,
 )
 
+from lookbench_live.network import limits
+
 
 class ConfigError(ValueError):
     """The configuration is wrong; the message names the file and the setting."""
@@ -108,20 +110,22 @@ def agent_string(template: str, contact: str) -> str:
 
 
 class CrawlSettings(Section):
-    user_agent: str = "lookbench-live/0.1 (+{contact})"
+    user_agent: str = limits.USER_AGENT
     contact_url: str = DEFAULT_CONTACT_URL
     obey_robots: bool = True
     autothrottle: bool = True
-    download_timeout: float = Field(default=30.0, gt=0)
-    download_maxsize: int = Field(default=32 * 1024 * 1024, gt=0)
+    download_timeout: float = Field(default=limits.DOWNLOAD_TIMEOUT_S, gt=0)
+    download_maxsize: int = Field(default=limits.PAGE_MAX_BYTES, gt=0)
     retry_times: int = Field(default=2, ge=0, le=10)
-    max_crawl_delay: float = Field(default=30.0, ge=0)
+    max_crawl_delay: float = Field(default=limits.MAX_CRAWL_DELAY_S, ge=0)
     sites: list[SiteSettings] = Field(default_factory=list)  # empty: the sample store
     max_retry_after: float = Field(
         default=300.0, ge=0
     )  # longer Retry-After: the request is given up, recorded
-    robots_max_bytes: int = Field(default=500 * 1024, ge=500 * 1024)  # RFC 9309: parse at least 500 KiB
-    robots_error_ttl: float = Field(default=600.0, ge=0)  # a failed robots.txt disallows its host this long
+    # RFC 9309: parse at least 500 KiB
+    robots_max_bytes: int = Field(default=limits.ROBOTS_MAX_BYTES, ge=limits.ROBOTS_MAX_BYTES)
+    # a failed robots.txt disallows its host this long
+    robots_error_ttl: float = Field(default=limits.ROBOTS_ERROR_TTL_S, ge=0)
     # Consecutive failed attempts (5xx, 429, network errors) after which a host is parked for the
     # rest of the run: its remaining requests are recorded `host_parked`, not sent (C10).
     max_host_failures: int = Field(default=10, ge=1)
@@ -140,28 +144,31 @@ class CrawlSettings(Section):
 
 
 class IngestSettings(Section):
-    max_bytes: int = Field(default=20 * 1024 * 1024, gt=0)
+    max_bytes: int = Field(default=limits.IMAGE_MAX_BYTES, gt=0)
     # Capped at Pillow's MAX_IMAGE_PIXELS (89,478,485) so its bomb warning can never be the only guard.
     max_pixels: int = Field(default=40_000_000, gt=0, le=89_478_485)
     min_side: int = Field(default=64, ge=1)
     max_aspect_ratio: float = Field(default=6.0, gt=1)
     allowed_formats: list[str] = Field(default_factory=lambda: ["JPEG", "PNG", "WEBP", "GIF"])
-    timeout: float = Field(default=30.0, gt=0)  # total deadline per attempt (all hops), not per read
+    # total deadline per attempt (all hops), not per read
+    timeout: float = Field(default=limits.DOWNLOAD_TIMEOUT_S, gt=0)
     concurrency: int = Field(default=32, ge=1, le=512)
     allow_private_addresses: bool = False
     retries: int = Field(default=2, ge=0, le=5)  # extra attempts on timeouts, 429, 5xx, connection errors
-    retry_backoff: float = Field(default=0.5, ge=0)  # seconds, doubled per attempt, with jitter
-    max_redirects: int = Field(default=5, ge=0, le=10)
+    retry_backoff: float = Field(default=0.5, ge=0)  # seconds, doubled per attempt, full jitter (retry.py)
+    max_redirects: int = Field(default=limits.MAX_REDIRECTS, ge=0, le=10)
     # "{contact}" is `crawl.contact_url` (as in the crawler's user agent, `agent_string`).
-    user_agent: str = "lookbench-live/0.1 (+{contact})"
+    user_agent: str = limits.USER_AGENT
     # Requests in flight to one host (name and port) at once; Scrapy's per-domain default is 8.
     per_host_concurrency: int = Field(default=8, ge=1, le=512)
     obey_robots: bool = True
-    robots_timeout: float = Field(default=10.0, gt=0)
-    robots_error_ttl: float = Field(default=600.0, ge=0)  # how long a failed robots.txt disallows a host
+    robots_timeout: float = Field(default=limits.ROBOTS_TIMEOUT_S, gt=0)
+    # how long a failed robots.txt disallows a host
+    robots_error_ttl: float = Field(default=limits.ROBOTS_ERROR_TTL_S, ge=0)
     workers: int = Field(default=2, ge=0, le=64)  # decode processes (crash isolation); 0: threads here
     shard_size: int = Field(default=512, ge=1)  # outcomes per lake commit
-    max_crawl_delay: float = Field(default=30.0, ge=0)  # an image host's robots Crawl-delay above: disallowed
+    # an image host's robots Crawl-delay above: disallowed
+    max_crawl_delay: float = Field(default=limits.MAX_CRAWL_DELAY_S, ge=0)
     max_retry_after: float = Field(default=120.0, ge=0)  # a longer Retry-After ends the URL, parks the host
     host_park_after: int = Field(default=8, ge=1)  # failed attempts in a row that park a host for the run
     decode_timeout: float = Field(default=10.0, gt=0)  # seconds per image in a decode worker (I7)
@@ -174,6 +181,13 @@ class DedupSettings(Section):
     # many bits: copies are, distinct near-identical views (front/back) mostly are not.
     same_owner_fine_radius: int = Field(default=6, ge=0, le=128)
     known_dataset_hashes: list[str] = Field(default_factory=list)  # Parquet files from `lookbench-live hash`
+    # What `lookbench-live hash` decodes of a public dataset: external files are untrusted input,
+    # so a format allowlist and a pixel cap as ingestion has (BMP and TIFF too: datasets ship them).
+    known_dataset_formats: list[str] = Field(
+        default_factory=lambda: ["JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF"], min_length=1
+    )
+    # Capped at Pillow's MAX_IMAGE_PIXELS (89,478,485) so its bomb warning can never be the only guard.
+    known_dataset_max_pixels: int = Field(default=40_000_000, gt=0, le=89_478_485)
     opt_out_sources: list[str] = Field(default_factory=list)  # site names whose images are never released
     opt_out_owners: list[str] = Field(default_factory=list)  # owner ids (product keys, source:look_id, …)
     opt_out_sha256: list[str] = Field(default_factory=list)
@@ -243,63 +257,6 @@ class GenerationSettings(Section):
         return value
 
 
-class AnnotationSettings(Section):
-    base_url: str | None = None  # None (and no base_urls): no VLM; the metadata prior is the annotation
-    # Several vLLM servers of the same model: one pool, balanced by load, a dead one drained
-    # (annotation/pool.py). base_url, when also set, is the pool's first endpoint.
-    base_urls: list[str] = Field(default_factory=list)
-    endpoint_cooloff: float = Field(default=30.0, gt=0)  # seconds a drained endpoint gets no requests
-    endpoint_drain_after: int = Field(default=3, ge=1)  # 5xx/timeouts in a row that drain an endpoint
-    # VLM annotation as this many tasks on the flow's task runner (Dask workers), images split by
-    # hash; each shard has its own endpoint pool and 1/shards of the request and spend caps.
-    # 1: annotation runs in the flow process.
-    shards: int = Field(default=1, ge=1, le=256)
-    model: str = "Qwen/Qwen2.5-VL-72B-Instruct"
-    api_key_env: EnvVarName = "VLLM_API_KEY"
-    max_pixels: int = Field(default=1024 * 28 * 28, gt=0)
-    concurrency: int = Field(default=16, ge=1, le=1024)
-    timeout: float = Field(default=120.0, gt=0)
-    max_retries: int = Field(default=4, ge=0, le=10)
-    max_tokens: int = Field(default=1024, ge=16)
-    max_requests_per_run: int = Field(default=100_000, ge=1)
-    max_cost_usd: float | None = None
-    prompt_price_per_mtok: float = 0.0
-    completion_price_per_mtok: float = 0.0
-    max_payload_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)  # base64 image cap per request (L10)
-    retry_base_delay: float = Field(default=0.5, ge=0)  # seconds, doubled per attempt, with jitter
-    retry_max_delay: float = Field(default=30.0, ge=0)
-    max_retry_after: float = Field(default=60.0, ge=0)  # longest Retry-After we honour
-    flush_rows: int = Field(default=64, ge=1)  # results written to the lake at least this often …
-    flush_seconds: float = Field(default=5.0, gt=0)  # … or this often, whichever comes first
-    max_consecutive_failures: int = Field(default=50, ge=1)  # transient failures in a row that stop the run
-    page_text_in_prompt: bool = False  # put the (fenced, sanitized) product title into VLM prompts
-    # Product photos (VLM mode): ground first and annotate the product's own item, its box going
-    # to the release's `bbox` (docs/annotation.md "Product photos"); false: whole image, one request.
-    product_boxes: bool = True
-
-    @field_validator("base_url")
-    @classmethod
-    def _one_url(cls, value: str | None) -> str | None:
-        if value is not None:
-            _check_url(value)
-        return value
-
-    @field_validator("base_urls")
-    @classmethod
-    def _urls(cls, value: list[str]) -> list[str]:
-        for url in value:
-            _check_url(url)
-        if len(set(value)) != len(value):
-            raise ValueError("base_urls lists an endpoint twice")
-        return value
-
-    @property
-    def endpoints(self) -> list[str]:
-        """Every VLM endpoint: base_url first, then base_urls; empty means no VLM."""
-        first = [self.base_url] if self.base_url else []
-        return first + [u for u in self.base_urls if u not in first]
-
-
 def _url_problem(url: str) -> str | None:
     """Why `url` is not a usable http(s) URL with a host, or None. The reason never repeats the
     URL: one that carries credentials (`user:password@`) would put them in logs and manifests."""
@@ -323,28 +280,27 @@ def _check_url(url: str) -> None:
         raise ValueError(f"the URL {problem}")
 
 
-class JudgeSettings(Section):
-    base_url: str | None = None  # None with no key: the audit is skipped and the manifest says so
-    model: str = "gpt-5.1"
-    api_key_env: EnvVarName = "OPENAI_API_KEY"
-    ci_half_width: float = Field(default=0.03, gt=0, lt=0.5)
-    min_accuracy: float = Field(default=0.90, ge=0, le=1)
-    max_items: int = Field(default=500, ge=1)
-    concurrency: int = Field(default=8, ge=1)
+class ChatEndpointSettings(Section):
+    """An OpenAI-compatible chat endpoint and the caps of one run against it: the one settings type
+    of annotation's VLM and the judge (`ChatEndpoint.from_settings` reads it)."""
+
+    base_url: str | None = None
+    model: str
+    api_key_env: EnvVarName
+    concurrency: int = Field(default=8, ge=1, le=1024)
     timeout: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=4, ge=0, le=10)
     max_tokens: int = Field(default=1024, ge=16)
     max_pixels: int = Field(default=1024 * 28 * 28, gt=0)
-    max_payload_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    max_payload_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)  # base64 image cap per request (L10)
     max_cost_usd: float | None = None
     prompt_price_per_mtok: float = 0.0
     completion_price_per_mtok: float = 0.0
+    # Backoff between attempts: full jitter (`lookbench_live.retry`), base doubled per attempt up to
+    # the max; a server's Retry-After is waited instead when longer, up to `max_retry_after`.
     retry_base_delay: float = Field(default=0.5, ge=0)
     retry_max_delay: float = Field(default=30.0, ge=0)
-    confidence: float = Field(default=0.95, gt=0, lt=1)  # of the Wilson intervals and the sample size
-    # A main attribute the judge marks wrong: the row is held back, or the judge's right value
-    # is published instead (`warehouse/labels.py`; the dataset card states which).
-    on_wrong_main_attribute: Literal["hold_back", "correct"] = "hold_back"
+    max_retry_after: float = Field(default=60.0, ge=0)  # longest Retry-After we honour
 
     @field_validator("base_url")
     @classmethod
@@ -352,6 +308,58 @@ class JudgeSettings(Section):
         if value is not None:
             _check_url(value)
         return value
+
+
+class AnnotationSettings(ChatEndpointSettings):
+    base_url: str | None = None  # None (and no base_urls): no VLM; the metadata prior is the annotation
+    # Several vLLM servers of the same model: one pool, balanced by load, a dead one drained
+    # (annotation/pool.py). base_url, when also set, is the pool's first endpoint.
+    base_urls: list[str] = Field(default_factory=list)
+    endpoint_cooloff: float = Field(default=30.0, gt=0)  # seconds a drained endpoint gets no requests
+    endpoint_drain_after: int = Field(default=3, ge=1)  # 5xx/timeouts in a row that drain an endpoint
+    # VLM annotation as this many tasks on the flow's task runner (Dask workers), images split by
+    # hash; each shard has its own endpoint pool and 1/shards of the request and spend caps.
+    # 1: annotation runs in the flow process.
+    shards: int = Field(default=1, ge=1, le=256)
+    model: str = "Qwen/Qwen2.5-VL-72B-Instruct"
+    api_key_env: EnvVarName = "VLLM_API_KEY"
+    concurrency: int = Field(default=16, ge=1, le=1024)
+    max_requests_per_run: int = Field(default=100_000, ge=1)
+    flush_rows: int = Field(default=64, ge=1)  # results written to the lake at least this often …
+    flush_seconds: float = Field(default=5.0, gt=0)  # … or this often, whichever comes first
+    max_consecutive_failures: int = Field(default=50, ge=1)  # transient failures in a row that stop the run
+    page_text_in_prompt: bool = False  # put the (fenced, sanitized) product title into VLM prompts
+    # Product photos (VLM mode): ground first and annotate the product's own item, its box going
+    # to the release's `bbox` (docs/annotation.md "Product photos"); false: whole image, one request.
+    product_boxes: bool = True
+
+    @field_validator("base_urls")
+    @classmethod
+    def _urls(cls, value: list[str]) -> list[str]:
+        for url in value:
+            _check_url(url)
+        if len(set(value)) != len(value):
+            raise ValueError("base_urls lists an endpoint twice")
+        return value
+
+    @property
+    def endpoints(self) -> list[str]:
+        """Every VLM endpoint: base_url first, then base_urls; empty means no VLM."""
+        first = [self.base_url] if self.base_url else []
+        return first + [u for u in self.base_urls if u not in first]
+
+
+class JudgeSettings(ChatEndpointSettings):
+    base_url: str | None = None  # None with no key: the audit is skipped and the manifest says so
+    model: str = "gpt-5.1"
+    api_key_env: EnvVarName = "OPENAI_API_KEY"
+    ci_half_width: float = Field(default=0.03, gt=0, lt=0.5)
+    min_accuracy: float = Field(default=0.90, ge=0, le=1)
+    max_items: int = Field(default=500, ge=1)
+    confidence: float = Field(default=0.95, gt=0, lt=1)  # of the Wilson intervals and the sample size
+    # A main attribute the judge marks wrong: the row is held back, or the judge's right value
+    # is published instead (`warehouse/labels.py`; the dataset card states which).
+    on_wrong_main_attribute: Literal["hold_back", "correct"] = "hold_back"
 
 
 class ReleaseSettings(Section):

@@ -18,14 +18,19 @@ def hash_command(
     workers: Annotated[int, typer.Option(help="Processes that decode and hash.")] = min(
         4, os.cpu_count() or 1
     ),
+    config: Annotated[
+        str | None,
+        typer.Option("--config", help="TOML configuration file (dedup.known_dataset_formats, _max_pixels)."),
+    ] = None,
 ) -> None:
     """Hash images with the pipeline's own method, for `dedup.known_dataset_hashes`.
 
     Example: lookbench-live hash ~/data/fashion200k --out fashion200k.hashes.parquet
     """
+    from lookbench_live.config import load_settings
     from lookbench_live.dedup.known import hash_files, write_hash_file
 
-    result = hash_files(paths, workers=workers)
+    result = hash_files(paths, workers=workers, settings=load_settings(config).dedup)
     # One line per file not hashed, each with a plain reason (other extensions included).
     for path, reason in result.failures:
         typer.echo(f"skipped {path}: {reason}", err=True)

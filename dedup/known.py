@@ -8,6 +8,7 @@ the wrong distances, so such a file is refused, not half-used.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
@@ -23,15 +24,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from PIL import Image, UnidentifiedImageError
 
+from lookbench_live.config import DedupSettings
 from lookbench_live.dedup.index import is_hash
 from lookbench_live.schema.hashing import HASH_METHOD, hash_bytes
 from lookbench_live.warehouse.lake import atomic_write_bytes, parquet_bytes
 
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff"})
 _SUFFIX_LIST = " ".join(sorted(IMAGE_SUFFIXES))
-# External datasets are untrusted input: the same format allowlist and pixel cap as ingestion.
-HASH_FORMATS = ("JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF")
-HASH_MAX_PIXELS = 40_000_000
 HASH_FILE_SCHEMA = pa.schema(
     [
         ("path", pa.string()),
@@ -97,12 +96,12 @@ def iter_image_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
     yield from scan_image_files(paths)[0]
 
 
-def _plain_reason(exc: BaseException) -> str:
+def _plain_reason(exc: BaseException, settings: DedupSettings) -> str:
     """A reason a person can act on, never Pillow's object reprs (`<_io.BytesIO object at 0x…>`)."""
     if isinstance(exc, UnidentifiedImageError):
-        return f"not a readable image (formats hashed: {', '.join(HASH_FORMATS)})"
+        return f"not a readable image (formats hashed: {', '.join(settings.known_dataset_formats)})"
     if isinstance(exc, (Image.DecompressionBombError, Image.DecompressionBombWarning)):
-        return f"too many pixels (over the cap of {HASH_MAX_PIXELS:,})"
+        return f"too many pixels (over the cap of {settings.known_dataset_max_pixels:,})"
     text = str(exc)
     if "truncated" in text:
         return "truncated image file"
@@ -115,7 +114,9 @@ def _plain_reason(exc: BaseException) -> str:
     return f"cannot decode the image ({type(exc).__name__})"
 
 
-def _hash_one(path: str) -> tuple[str, str | None, str | None, str | None, str | None]:
+def _hash_one(
+    path: str, settings: DedupSettings
+) -> tuple[str, str | None, str | None, str | None, str | None]:
     """(path, sha256, phash, phash_mirror, error) for one file; never raises."""
     try:
         data = Path(path).read_bytes()
@@ -124,35 +125,41 @@ def _hash_one(path: str) -> tuple[str, str | None, str | None, str | None, str |
         with warnings.catch_warnings():
             # Pillow only warns between 1x and 2x MAX_IMAGE_PIXELS: an error here (I2).
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data), formats=HASH_FORMATS) as header:
+            with Image.open(io.BytesIO(data), formats=settings.known_dataset_formats) as header:
                 width, height = header.size
-            if width * height > HASH_MAX_PIXELS:
+            if width * height > settings.known_dataset_max_pixels:
                 return (
                     path,
                     None,
                     None,
                     None,
-                    f"{width}x{height} is over the cap of {HASH_MAX_PIXELS:,} pixels",
+                    f"{width}x{height} is over the cap of {settings.known_dataset_max_pixels:,} pixels",
                 )
             hashes = hash_bytes(data)
     except (
         OSError, ValueError, SyntaxError, EOFError, MemoryError, Image.DecompressionBombError,
         Image.DecompressionBombWarning,
     ) as exc:  # fmt: skip
-        return path, None, None, None, _plain_reason(exc)
+        return path, None, None, None, _plain_reason(exc, settings)
     return path, hashlib.sha256(data).hexdigest(), hashes.phash, hashes.phash_mirror, None
 
 
-def hash_files(paths: Sequence[str | os.PathLike[str]], *, workers: int = 1) -> HashedFiles:
-    """Hash every image file under `paths` with the pipeline's method; every file not hashed is
-    listed in `failures` with a plain reason (other extensions and undecodable files alike)."""
+def hash_files(
+    paths: Sequence[str | os.PathLike[str]], *, workers: int = 1, settings: DedupSettings | None = None
+) -> HashedFiles:
+    """Hash every image file under `paths` with the pipeline's method, decoding only the formats
+    and pixel counts `settings` allows (`dedup.known_dataset_formats`, `known_dataset_max_pixels`;
+    None: the defaults); every file not hashed is listed in `failures` with a plain reason (other
+    extensions and undecodable files alike)."""
+    settings = settings or DedupSettings()
     found, failures = scan_image_files(paths)
     files = [str(p) for p in found]
+    hash_one = functools.partial(_hash_one, settings=settings)
     if workers > 1 and len(files) > 64:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            results = list(pool.map(_hash_one, files, chunksize=64))
+            results = list(pool.map(hash_one, files, chunksize=64))
     else:
-        results = [_hash_one(f) for f in files]
+        results = [hash_one(f) for f in files]
     rows = {name: [] for name in HASH_FILE_SCHEMA.names}  # type: dict[str, list[str]]
     for path, sha, phash, mirror, error in results:
         if error is not None or sha is None or phash is None or mirror is None:

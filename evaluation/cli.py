@@ -8,6 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
+from lookbench_live.schema.moments import parse_day
+
 HomeOption = Annotated[
     str | None, typer.Option("--home", help="Lake root (default $LOOKBENCH_HOME or ./lookbench-data).")
 ]
@@ -18,7 +20,7 @@ def _parse_date(text: str | None) -> dt.date | None:
     if not text:
         return None
     try:
-        return dt.date.fromisoformat(text)
+        return parse_day(text)
     except ValueError as exc:
         raise typer.BadParameter(f"--after {text!r} is not an ISO date (YYYY-MM-DD)") from exc
 

@@ -33,7 +33,6 @@ from typing import Any
 
 import jinja2
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from PIL import Image
 
@@ -43,6 +42,7 @@ from lookbench_live.evaluation.evaluate import EvaluationRun, evaluation_records
 from lookbench_live.evaluation.leaderboard import SUBSET_TITLES, board_rows, paper_table
 from lookbench_live.evaluation.release_data import NOISE, SUBSETS, ReleaseData, iter_images, load_release
 from lookbench_live.schema.release import version_key
+from lookbench_live.warehouse.drops import drops_by_reason
 from lookbench_live.warehouse.lake import Lake, atomic_write_bytes
 from lookbench_live.warehouse.release import MANIFEST, current_versions, release_dir, verify_path
 
@@ -316,39 +316,12 @@ def _lake_reasons(lake: Lake) -> list[dict[str, Any]]:
             "rows": [[d, r or "–", n] for (d, r), n in dedup.most_common()],
         }
     )
-    images = lake.read("images", columns=["status", "rejection_reason"])
-    rejected = images.filter(pc.equal(images.column("status"), "rejected")) if images.num_rows else images
+    drops = drops_by_reason(lake)  # the run summary's count too (manifest `rejections_by_reason`)
     blocks.append(
         {
-            "title": "Images rejected at ingestion",
-            "headers": ["reason", "images"],
-            "rows": [
-                [r or "–", n] for (r,), n in _group_counts(rejected, ["rejection_reason"]).most_common()
-            ],
-        }
-    )
-    rejections = _group_counts(lake.read("rejections", columns=["stage", "reason"]), ["stage", "reason"])
-    blocks.append(
-        {
-            "title": "Other rejections",
+            "title": "Drops by stage and reason",
             "headers": ["stage", "reason", "rows"],
-            "rows": [[s, r, n] for (s, r), n in rejections.most_common()],
-        }
-    )
-    annotations = lake.read("annotations", columns=["status", "error"])
-    failed = (
-        annotations.filter(pc.equal(annotations.column("status"), "failed"))
-        if annotations.num_rows
-        else annotations
-    )
-    reasons: Counter[str] = Counter(
-        ((e or "–").split(":")[0][:60]) for e in failed.column("error").to_pylist()
-    )
-    blocks.append(
-        {
-            "title": "Failed annotations",
-            "headers": ["error", "rows"],
-            "rows": [[r, n] for r, n in reasons.most_common()],
+            "rows": [[s, r, n] for (s, r), n in sorted(drops.items(), key=lambda kv: (-kv[1], kv[0]))],
         }
     )
     return blocks

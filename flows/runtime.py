@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from lookbench_live.config import FlowSettings
+from lookbench_live.schema.moments import parse_moment
 
 OFFLINE_ENV = {
     # Prefect's embedded API otherwise tries to reach a telemetry host and logs errors.
@@ -30,18 +31,6 @@ def offline_defaults() -> None:
     """Set the offline defaults the user has not set (call before importing prefect)."""
     for key, value in OFFLINE_ENV.items():
         os.environ.setdefault(key, value)
-
-
-def parse_moment(value: str | dt.datetime | dt.date | None) -> dt.datetime | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, dt.datetime):
-        moment = value
-    elif isinstance(value, dt.date):
-        moment = dt.datetime(value.year, value.month, value.day)
-    else:
-        moment = dt.datetime.fromisoformat(value)
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
 
 
 def default_as_of(now: dt.datetime | None = None) -> dt.datetime:

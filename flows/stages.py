@@ -240,7 +240,7 @@ def crawl_all(spec: RunSpec, settings: Settings) -> list[dict[str, Any]]:
 @stoppable
 def ingest_shard(spec: RunSpec, requests: Sequence[Any], shard: str, allow_private: bool) -> dict[str, Any]:
     settings, lake = _context(spec)
-    from lookbench_live.scrapers.ingest import ingest_images, site_download_delays, site_private_hosts
+    from lookbench_live.ingest import ingest_images, site_download_delays, site_private_hosts
 
     ingest = (
         settings.ingest.model_copy(update={"allow_private_addresses": True})
@@ -259,7 +259,7 @@ def ingest_shard(spec: RunSpec, requests: Sequence[Any], shard: str, allow_priva
 
 
 def pending_shards(spec: RunSpec) -> list[list[Any]]:
-    from lookbench_live.scrapers.ingest import pending_image_requests
+    from lookbench_live.ingest import pending_image_requests
 
     pending = pending_image_requests(Lake(spec.home))
     return [pending[i : i + INGEST_SHARD] for i in range(0, len(pending), INGEST_SHARD)]

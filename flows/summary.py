@@ -5,31 +5,15 @@ It is printed by the CLI and published as a Prefect artifact of the run.
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
+from lookbench_live.warehouse.drops import drops_by_reason
 from lookbench_live.warehouse.lake import Lake
 
 
 def rejection_counts(lake: Lake) -> dict[str, int]:
-    """Every recorded drop in the lake, keyed `stage/reason`."""
-    counts: Counter[str] = Counter()
-    for row in lake.read("images", columns=["status", "rejection_reason"]).to_pylist():
-        if row["status"] == "rejected":
-            counts[f"ingest/{row['rejection_reason']}"] += 1
-    for row in lake.read("rejections", columns=["stage", "reason"]).to_pylist():
-        counts[f"{row['stage']}/{row['reason']}"] += 1
-    for row in lake.read("dedup_decisions", columns=["decision", "reason"]).to_pylist():
-        if row["decision"] == "dropped":
-            counts[f"dedup/{row['reason']}"] += 1
-    for row in lake.read("annotations", columns=["status", "error"]).to_pylist():
-        if row["status"] == "failed":
-            reason = (row["error"] or "failed").split(":")[0]
-            counts[f"annotate/{reason}"] += 1
-    for row in lake.read("generations", columns=["status", "error"]).to_pylist():
-        if row["status"] == "failed":
-            counts[f"generate/{(row['error'] or 'failed').split(':')[0]}"] += 1
-    return dict(sorted(counts.items()))
+    """Every recorded drop in the lake, keyed `stage/reason` (`warehouse.drops`, as the report)."""
+    return dict(sorted((f"{stage}/{reason}", n) for (stage, reason), n in drops_by_reason(lake).items()))
 
 
 def stage_lines(summary: dict[str, Any]) -> list[str]:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from lookbench_live.scrapers import netguard
+from lookbench_live.network import netguard
 
 if TYPE_CHECKING:
     from lookbench_live.scrapers.items import CrawlItem

@@ -88,16 +88,19 @@ def _fetch(url: str, allow_private: bool) -> tuple[bytes, str | None, str]:
     bytes received and on what they inflate to."""
     import httpx
 
-    from lookbench_live.scrapers.netguard import MAX_REDIRECTS, GuardedTransport, redirect_target
-    from lookbench_live.scrapers.settings import BOT_NAME
+    from lookbench_live.network import limits
+    from lookbench_live.network.limits import BOT_NAME
+    from lookbench_live.network.netguard import MAX_REDIRECTS, GuardedTransport, redirect_target
 
-    limit = 32 * 1024 * 1024
+    limit = limits.PAGE_MAX_BYTES
     # The guarded transport checks each hop's resolved address and connects to that address.
     transport = GuardedTransport(allow_private=allow_private)
-    from lookbench_live.scrapers.bounded import ACCEPT_ENCODING, BodyTooLarge, read_bounded
+    from lookbench_live.network.bounded import ACCEPT_ENCODING, BodyTooLarge, read_bounded
 
     headers = {"User-Agent": f"{BOT_NAME} extract", "Accept-Encoding": ACCEPT_ENCODING}
-    with httpx.Client(timeout=30.0, headers=headers, transport=transport, follow_redirects=False) as client:
+    with httpx.Client(
+        timeout=limits.DOWNLOAD_TIMEOUT_S, headers=headers, transport=transport, follow_redirects=False
+    ) as client:
         for _ in range(MAX_REDIRECTS + 1):
             with client.stream("GET", url) as response:
                 target = redirect_target(response)

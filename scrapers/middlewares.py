@@ -22,13 +22,14 @@ from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http import Response
 
-from lookbench_live.scrapers.netguard import PrivateAllowance
-from lookbench_live.scrapers.robots import (
+from lookbench_live.network import limits
+from lookbench_live.network.netguard import PrivateAllowance
+from lookbench_live.network.robots import (
     MAX_ROBOTS_REDIRECTS,
     RobotsPolicy,
-    parse_retry_after,
     robots_policy,
 )
+from lookbench_live.retry import parse_retry_after
 
 ROBOTS_META = "lookbench_robots"
 
@@ -72,7 +73,7 @@ class AddressGuardMiddleware:
         return cls(PrivateAllowance.of_urls(settings.getlist("LOOKBENCH_PRIVATE_ORIGINS")), hosts)
 
     async def process_request(self, request: Request, spider: Any = None) -> None:
-        from lookbench_live.scrapers.netguard import RESOLUTION_TTL_S, BlockedURL, check_scheme, check_url
+        from lookbench_live.network.netguard import RESOLUTION_TTL_S, BlockedURL, check_scheme, check_url
         from lookbench_live.scrapers.resolver import pin
 
         if self.allowed_hosts and _host(request.url) not in self.allowed_hosts:
@@ -96,17 +97,18 @@ class AddressGuardMiddleware:
 
 
 class RobotsGateMiddleware:
-    """robots.txt obeyed, failing closed (see `robots.py`); Crawl-delay handed to the pacer."""
+    """robots.txt obeyed, failing closed (see `network/robots.py`); Crawl-delay handed to the pacer."""
 
     def __init__(self, crawler: Any):
         settings = crawler.settings
         self.crawler = crawler
         self.enabled = settings.getbool("LOOKBENCH_OBEY_ROBOTS", True)
-        self.user_agent = settings.get("LOOKBENCH_ROBOTS_AGENT", "lookbench-live")
-        self.max_bytes = settings.getint("LOOKBENCH_ROBOTS_MAX_BYTES", 500 * 1024)
-        self.max_crawl_delay = settings.getfloat("LOOKBENCH_MAX_CRAWL_DELAY", 30.0)
-        self.error_ttl = settings.getfloat("LOOKBENCH_ROBOTS_ERROR_TTL", 600.0)
-        self.timeout = min(settings.getfloat("DOWNLOAD_TIMEOUT", 30.0), 30.0)
+        self.user_agent = settings.get("LOOKBENCH_ROBOTS_AGENT", limits.BOT_NAME)
+        self.max_bytes = settings.getint("LOOKBENCH_ROBOTS_MAX_BYTES", limits.ROBOTS_MAX_BYTES)
+        self.max_crawl_delay = settings.getfloat("LOOKBENCH_MAX_CRAWL_DELAY", limits.MAX_CRAWL_DELAY_S)
+        self.error_ttl = settings.getfloat("LOOKBENCH_ROBOTS_ERROR_TTL", limits.ROBOTS_ERROR_TTL_S)
+        timeout = settings.getfloat("DOWNLOAD_TIMEOUT", limits.DOWNLOAD_TIMEOUT_S)
+        self.timeout = min(timeout, limits.DOWNLOAD_TIMEOUT_S)
         self.policies: dict[str, RobotsPolicy] = {}
         self.fetching: dict[str, asyncio.Future[RobotsPolicy]] = {}
         self.received: dict[int, int] = {}

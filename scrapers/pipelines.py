@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from lookbench_live.schema.moments import parse_moment
 from lookbench_live.schema.records import Look, Product, Record, Rejection
 from lookbench_live.scrapers.extract.model import LookData, NormalizedProduct
 from lookbench_live.scrapers.items import CrawlItem
@@ -36,7 +37,7 @@ class LakePipeline:
         self.state_dir = state_dir
         self.batch_size = batch_size
         # The run's logical time, when the flow gives one: first_seen_at of what this run discovers.
-        self.seen_at = dt.datetime.fromisoformat(seen_at) if seen_at else None
+        self.seen_at = parse_moment(seen_at)
         self.crawler: Any = None
         self.buffer: dict[str, list[Record]] = {"products": [], "looks": [], "rejections": []}
 
@@ -91,7 +92,7 @@ class LakePipeline:
 
     # ------------------------------------------------------------------ rows
     def add(self, item: CrawlItem) -> None:
-        observed = self.seen_at or dt.datetime.fromisoformat(item.observed_at)
+        observed = self.seen_at or parse_moment(item.observed_at)
         if item.kind == "product":
             product = NormalizedProduct.from_json(item.data)
             if product.product_id not in self.first_seen:

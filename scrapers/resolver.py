@@ -20,7 +20,7 @@ from twisted.internet.error import DNSLookupError
 from twisted.internet.interfaces import IResolverSimple
 from zope.interface import implementer
 
-from lookbench_live.scrapers import netguard
+from lookbench_live.network import netguard
 
 PIN_TTL_S = netguard.RESOLUTION_TTL_S
 _pins: dict[str, tuple[float, str]] = {}

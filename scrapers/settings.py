@@ -11,9 +11,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from lookbench_live.config import CrawlSettings, SiteSettings, agent_string
-from lookbench_live.scrapers.netguard import PrivateAllowance
+from lookbench_live.network import limits
+from lookbench_live.network.netguard import PrivateAllowance
 
-BOT_NAME = "lookbench-live"
+BOT_NAME = limits.BOT_NAME
 
 BASE_SETTINGS: dict[str, Any] = {
     "BOT_NAME": BOT_NAME,
@@ -125,7 +126,7 @@ def crawl_settings(
             "DOWNLOAD_DELAY_JITTER": 0.5 if site.download_delay > 0 else 0,
             "DOWNLOAD_TIMEOUT": crawl.download_timeout,
             "DOWNLOAD_MAXSIZE": crawl.download_maxsize,
-            "DOWNLOAD_WARNSIZE": min(crawl.download_maxsize, 32 * 1024 * 1024),
+            "DOWNLOAD_WARNSIZE": min(crawl.download_maxsize, limits.PAGE_MAX_BYTES),
             "RETRY_TIMES": crawl.retry_times,
             # The time budget: Scrapy closes the spider cleanly (finish_reason closespider_timeout).
             "CLOSESPIDER_TIMEOUT": site.max_duration or 0,

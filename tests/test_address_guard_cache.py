@@ -13,9 +13,10 @@ import pytest
 from scrapy import Request
 
 from lookbench_live.config import CrawlSettings, SiteSettings
-from lookbench_live.scrapers import netguard, resolver
+from lookbench_live.network import netguard
+from lookbench_live.network.netguard import NO_PRIVATE, PrivateAllowance
+from lookbench_live.scrapers import resolver
 from lookbench_live.scrapers.middlewares import AddressGuardMiddleware, RefusedRequest
-from lookbench_live.scrapers.netguard import NO_PRIVATE, PrivateAllowance
 from lookbench_live.scrapers.settings import crawl_settings
 
 

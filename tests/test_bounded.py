@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lookbench_live.scrapers.bounded import BodyTooLarge, decode_layers
+from lookbench_live.network.bounded import BodyTooLarge, decode_layers
 
 ZEROS = 64 * 1024 * 1024  # inflates to 64 MiB from some 64 KiB
 
@@ -87,8 +87,8 @@ def test_extract_fetch_refuses_a_gzip_bomb_and_stacked_encodings(bomb: bytes):
 
 
 def test_image_host_robots_bomb_keeps_the_rules_before_the_cap():
-    from lookbench_live.scrapers.ingest.http import HttpClient
-    from lookbench_live.scrapers.ingest.robots import ROBOTS_MAX_BYTES, RobotsCache
+    from lookbench_live.ingest.http import HttpClient
+    from lookbench_live.ingest.robots import ROBOTS_MAX_BYTES, RobotsCache
 
     rules = b"User-agent: *\nDisallow: /private\n"
     routes = {"/robots.txt": ({"Content-Encoding": "gzip"}, _gz(rules + b"#" * (200 * ROBOTS_MAX_BYTES)))}

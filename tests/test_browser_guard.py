@@ -177,7 +177,8 @@ if (navigator.serviceWorker) navigator.serviceWorker.register("/sw.js").catch(()
 SITECUSTOMIZE = """
 # Installed by tests/test_browser_guard.py: the crawl subprocess's proxy resolves `rebind.test`
 # to a public address at the first lookup and to loopback at every later one.
-from lookbench_live.scrapers import browser_guard, netguard
+from lookbench_live.network import netguard
+from lookbench_live.scrapers import browser_guard
 _count = [0]
 def _rebinding(host, port):
     if host == "rebind.test":

@@ -17,10 +17,10 @@ from PIL import Image, ImageOps
 from test_ingest_images import T0
 
 from lookbench_live.config import IngestSettings
-from lookbench_live.scrapers.ingest import ImageRequest, ingest_images
-from lookbench_live.scrapers.ingest.orientation import ORIENTATION_TAG, upright
-from lookbench_live.scrapers.ingest.validator import validate_image
-from lookbench_live.scrapers.ingest.workers import process_image
+from lookbench_live.ingest import ImageRequest, ingest_images
+from lookbench_live.ingest.orientation import ORIENTATION_TAG, upright
+from lookbench_live.ingest.validator import validate_image
+from lookbench_live.ingest.workers import process_image
 from lookbench_live.warehouse.lake import Lake
 
 # The transform that, applied to the displayed picture, gives the raw pixels a camera stores.

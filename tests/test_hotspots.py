@@ -21,11 +21,11 @@ from test_ingest_images import T0
 from lookbench_live.annotation.hotspots import HotspotError, hotspot_box, parse_hotspots
 from lookbench_live.annotation.run import run_annotation
 from lookbench_live.config import AnnotationSettings, IngestSettings
+from lookbench_live.ingest import ImageRequest, ingest_images
+from lookbench_live.ingest.orientation import ORIENTATION_TAG
 from lookbench_live.schema.records import DedupDecision, Look, product_key, utcnow
 from lookbench_live.schema.taxonomy import default_taxonomy
 from lookbench_live.scrapers.extract.looks import extract_looks
-from lookbench_live.scrapers.ingest import ImageRequest, ingest_images
-from lookbench_live.scrapers.ingest.orientation import ORIENTATION_TAG
 
 TAXONOMY = default_taxonomy()
 # The photo: 1000 × 1500, a hotspot at 10%,20%,60%,90%.

@@ -1,6 +1,6 @@
 """Our image/robots HTTP client against httpx on the same recorded responses (issue 24 §9).
 
-`scrapers/ingest/http.py` is kept (faster than httpx on loopback) only if it reads what
+`ingest/http.py` is kept (faster than httpx on loopback) only if it reads what
 httpx reads. Each case is the raw bytes of one HTTP/1.1 response, replayed by a loopback
 socket server; both clients fetch it, and the test asserts the same status, `Location`
 and decoded body, or the same class of failure (`protocol`: a broken or lying framing;
@@ -19,7 +19,7 @@ import httpx
 import pytest
 from raw_server import Recorded, raw_serve
 
-from lookbench_live.scrapers.ingest.http import (
+from lookbench_live.ingest.http import (
     BadEncoding,
     BodyTooLarge,
     HttpClient,

@@ -15,8 +15,8 @@ import pytest
 from PIL import ImageFile
 
 from lookbench_live.config import IngestSettings
-from lookbench_live.scrapers.ingest.validator import ImageRejected, validate_image
-from lookbench_live.scrapers.ingest.workers import DecodePool, Processed, Refused
+from lookbench_live.ingest.validator import ImageRejected, validate_image
+from lookbench_live.ingest.workers import DecodePool, Processed, Refused
 
 WIDE = IngestSettings(allowed_formats=["JPEG", "PNG", "WEBP", "GIF", "BMP", "ICO"])
 DEFAULT = IngestSettings()

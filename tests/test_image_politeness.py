@@ -15,13 +15,13 @@ from ingest_server import Route, serve
 from lookbench_live.config import IngestSettings, SiteSettings, load_settings
 from lookbench_live.flows import stages
 from lookbench_live.flows.runtime import RunSpec
-from lookbench_live.schema.records import Product
-from lookbench_live.scrapers.ingest import (
+from lookbench_live.ingest import (
     ImageRequest,
     ingest_images,
     pending_image_requests,
     site_download_delays,
 )
+from lookbench_live.schema.records import Product
 from lookbench_live.warehouse.lake import Lake
 
 T0 = dt.datetime(2026, 5, 1, tzinfo=dt.UTC)

@@ -14,9 +14,9 @@ from ingest_fixtures import jpeg
 from ingest_server import Route, serve
 
 from lookbench_live.config import IngestSettings
-from lookbench_live.scrapers import netguard
-from lookbench_live.scrapers.ingest.downloader import FetchFailed, ImageDownloader
-from lookbench_live.scrapers.netguard import PrivateAllowance
+from lookbench_live.ingest.downloader import FetchFailed, ImageDownloader
+from lookbench_live.network import netguard
+from lookbench_live.network.netguard import PrivateAllowance
 
 IMAGE = jpeg(120, 120)
 SETTINGS = IngestSettings(timeout=5, retries=0, min_side=32, robots_timeout=2.0, workers=0)

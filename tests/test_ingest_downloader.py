@@ -10,7 +10,7 @@ from ingest_fixtures import jpeg
 from ingest_server import Route, serve
 
 from lookbench_live.config import IngestSettings
-from lookbench_live.scrapers.ingest.downloader import FetchFailed, ImageDownloader, agent_token, opted_out
+from lookbench_live.ingest.downloader import FetchFailed, ImageDownloader, agent_token, opted_out
 
 SETTINGS = IngestSettings(allow_private_addresses=True, timeout=3, retries=0, robots_timeout=2)
 IMAGE = jpeg(100, 100)

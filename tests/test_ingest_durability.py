@@ -9,8 +9,8 @@ from ingest_fixtures import jpeg
 from ingest_server import Route, serve
 
 from lookbench_live.config import IngestSettings
-from lookbench_live.scrapers.ingest import ImageRequest, ingest_images, ingestor
-from lookbench_live.scrapers.ingest.workers import write_unsynced
+from lookbench_live.ingest import ImageRequest, ingest_images, ingestor
+from lookbench_live.ingest.workers import write_unsynced
 from lookbench_live.warehouse.lake import Lake
 
 T0 = dt.datetime(2026, 5, 1, tzinfo=dt.UTC)

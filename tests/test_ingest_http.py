@@ -1,4 +1,4 @@
-"""The ingest HTTP client (`scrapers/ingest/http.py`): guard per request, pinned TLS, keep-alive."""
+"""The ingest HTTP client (`ingest/http.py`): guard per request, pinned TLS, keep-alive."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import subprocess
 import pytest
 from ingest_server import Route, serve
 
-from lookbench_live.scrapers import netguard
-from lookbench_live.scrapers.ingest.http import HttpClient, read_body
-from lookbench_live.scrapers.netguard import BlockedURL
+from lookbench_live.ingest.http import HttpClient, read_body
+from lookbench_live.network import netguard
+from lookbench_live.network.netguard import BlockedURL
 
 
 async def get(client: HttpClient, url: str, allow_private: bool = True) -> tuple[int, bytes]:

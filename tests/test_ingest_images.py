@@ -12,8 +12,8 @@ from ingest_fixtures import EPS, HTML, encoded, jpeg, png_claiming
 from ingest_server import Route, serve
 
 from lookbench_live.config import IngestSettings
+from lookbench_live.ingest import ImageRequest, IngestAborted, ingest_images, pending_image_requests
 from lookbench_live.schema.records import Look, Product
-from lookbench_live.scrapers.ingest import ImageRequest, IngestAborted, ingest_images, pending_image_requests
 from lookbench_live.warehouse.lake import Lake
 
 T0 = dt.datetime(2026, 5, 1, tzinfo=dt.UTC)

@@ -11,8 +11,8 @@ from PIL import Image, PngImagePlugin
 from test_ingest_images import T0
 
 from lookbench_live.config import IngestSettings
-from lookbench_live.scrapers.ingest import ImageRequest, ingest_images
-from lookbench_live.scrapers.ingest.metadata import MetadataError, strip_metadata
+from lookbench_live.ingest import ImageRequest, ingest_images
+from lookbench_live.ingest.metadata import MetadataError, strip_metadata
 from lookbench_live.warehouse.lake import Lake
 
 SECRET = b"<script>alert(1)</script> 48.8584N 2.2945E"

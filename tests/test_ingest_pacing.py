@@ -15,7 +15,7 @@ from ingest_fixtures import jpeg
 from ingest_server import Route, serve
 
 from lookbench_live.config import IngestSettings
-from lookbench_live.scrapers.ingest import ImageRequest, ingest_images
+from lookbench_live.ingest import ImageRequest, ingest_images
 from lookbench_live.warehouse.lake import Lake
 
 T0 = dt.datetime(2026, 5, 1, tzinfo=dt.UTC)

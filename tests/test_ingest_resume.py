@@ -16,8 +16,8 @@ from ingest_fixtures import jpeg
 from ingest_server import Route, serve
 
 from lookbench_live.config import IngestSettings
+from lookbench_live.ingest import ingest_images, pending_image_requests
 from lookbench_live.schema.records import Product
-from lookbench_live.scrapers.ingest import ingest_images, pending_image_requests
 from lookbench_live.warehouse.lake import Lake
 
 T0 = dt.datetime(2026, 5, 1, tzinfo=dt.UTC)
@@ -28,7 +28,7 @@ CHILD = textwrap.dedent(
     """
     import sys
     from lookbench_live.config import IngestSettings
-    from lookbench_live.scrapers.ingest import ingest_images, pending_image_requests
+    from lookbench_live.ingest import ingest_images, pending_image_requests
     from lookbench_live.warehouse.lake import Lake
     lake = Lake(sys.argv[1])
     ingest_images(lake, IngestSettings(**eval(sys.argv[2])), pending_image_requests(lake), "killed-run")

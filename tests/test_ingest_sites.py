@@ -18,9 +18,9 @@ from ingest_server import Route, serve
 
 from lookbench_live.flows import stages
 from lookbench_live.flows.runtime import RunSpec
+from lookbench_live.ingest import pending_image_requests
+from lookbench_live.network import netguard
 from lookbench_live.schema.records import Product
-from lookbench_live.scrapers import netguard
-from lookbench_live.scrapers.ingest import pending_image_requests
 from lookbench_live.warehouse.lake import Lake
 
 T0 = dt.datetime(2026, 5, 1, tzinfo=dt.UTC)

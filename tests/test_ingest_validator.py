@@ -9,8 +9,8 @@ from ingest_fixtures import EPS, HTML, SVG, animated_gif, encoded, jpeg, png_cla
 from PIL import Image
 
 from lookbench_live.config import IngestSettings
+from lookbench_live.ingest.validator import ImageRejected, sniff_format, validate_image
 from lookbench_live.schema.hashing import HASH_METHOD, hash_image, prepare
-from lookbench_live.scrapers.ingest.validator import ImageRejected, sniff_format, validate_image
 
 SETTINGS = IngestSettings(min_side=32)
 

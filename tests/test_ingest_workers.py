@@ -16,9 +16,9 @@ import pytest
 from ingest_fixtures import jpeg
 
 from lookbench_live.config import IngestSettings
-from lookbench_live.scrapers.ingest.ingestor import Decoder
-from lookbench_live.scrapers.ingest.validator import ImageRejected, ValidImage, validate_image
-from lookbench_live.scrapers.ingest.workers import DecodePool, Processed, Refused
+from lookbench_live.ingest.ingestor import Decoder
+from lookbench_live.ingest.validator import ImageRejected, ValidImage, validate_image
+from lookbench_live.ingest.workers import DecodePool, Processed, Refused
 
 POISON = jpeg(200, 200, (1, 2, 3))
 GOOD = [jpeg(200, 200, (10 * i, 80, 160)) for i in range(10)]
@@ -169,7 +169,7 @@ def test_workers_store_images_where_the_lake_reads_them(tmp_path) -> None:
     import subprocess
     import sys
 
-    from lookbench_live.scrapers.ingest.workers import images_root, local_image_path
+    from lookbench_live.ingest.workers import images_root, local_image_path
     from lookbench_live.warehouse.lake import Lake
 
     lake = Lake(str(tmp_path / "lake"))
@@ -178,6 +178,8 @@ def test_workers_store_images_where_the_lake_reads_them(tmp_path) -> None:
     with pytest.raises(ValueError):
         local_image_path(images_root(lake.home), "../" * 21 + "x")
     # And a worker's imports stay light: the lake (pyarrow.dataset, pandas) is not among them.
-    probe = "import sys; from lookbench_live.scrapers.ingest.workers import _worker_main; print('pandas' in sys.modules)"
+    probe = (
+        "import sys; from lookbench_live.ingest.workers import _worker_main; print('pandas' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from ingest_server import Route, serve
 
-from lookbench_live.scrapers import netguard
-from lookbench_live.scrapers.netguard import (
+from lookbench_live.network import netguard
+from lookbench_live.network.netguard import (
     BlockedURL,
     GuardedAsyncTransport,
     GuardedTransport,

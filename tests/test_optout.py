@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from lookbench_live.scrapers.optout import (
+from lookbench_live.network.optout import (
     may_name_meta,
     meta_robots_optout,
     meta_tags,

@@ -16,6 +16,8 @@ REPO = Path(__file__).resolve().parents[1]
 SUBPACKAGES = [
     "lookbench_live.flows",
     "lookbench_live.scrapers",
+    "lookbench_live.ingest",
+    "lookbench_live.network",
     "lookbench_live.generation",
     "lookbench_live.annotation",
     "lookbench_live.schema",

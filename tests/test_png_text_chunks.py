@@ -11,7 +11,7 @@ import pytest
 from PIL import Image, PngImagePlugin
 
 from lookbench_live.config import IngestSettings
-from lookbench_live.scrapers.ingest.validator import ImageRejected, validate_image
+from lookbench_live.ingest.validator import ImageRejected, validate_image
 
 
 def png_with_chunks(chunks: list[tuple[bytes, bytes]]) -> bytes:

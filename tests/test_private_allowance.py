@@ -15,8 +15,8 @@ from ingest_fixtures import jpeg
 from ingest_server import Route, serve
 
 from lookbench_live.config import IngestSettings, SiteSettings
-from lookbench_live.scrapers.ingest import ImageRequest, ingest_images, site_private_hosts
-from lookbench_live.scrapers.netguard import PrivateAllowance
+from lookbench_live.ingest import ImageRequest, ingest_images, site_private_hosts
+from lookbench_live.network.netguard import PrivateAllowance
 from lookbench_live.warehouse.lake import Lake
 
 T0 = dt.datetime(2026, 5, 1, tzinfo=dt.UTC)

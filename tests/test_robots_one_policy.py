@@ -19,8 +19,8 @@ from ingest_server import Route, serve
 from scrapy.http import Response as ScrapyResponse
 from scrapy.utils.test import get_crawler
 
-from lookbench_live.scrapers.ingest.http import HttpClient
-from lookbench_live.scrapers.ingest.robots import RobotsCache
+from lookbench_live.ingest.http import HttpClient
+from lookbench_live.ingest.robots import RobotsCache
 from lookbench_live.scrapers.middlewares import RefusedRequest, RobotsGateMiddleware
 
 AGENT = "lookbench-live"

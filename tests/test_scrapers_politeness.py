@@ -15,9 +15,10 @@ import pytest
 from scrapy import Request
 
 from lookbench_live.config import CrawlSettings, SiteSettings
+from lookbench_live.network.robots import robots_policy
+from lookbench_live.retry import parse_retry_after
 from lookbench_live.scrapers.crawl import run_crawl
 from lookbench_live.scrapers.middlewares import HostPacingMiddleware, RefusedRequest
-from lookbench_live.scrapers.robots import parse_retry_after, robots_policy
 from lookbench_live.warehouse.lake import Lake
 
 UA = "lookbench-live"

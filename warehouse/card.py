@@ -6,6 +6,7 @@ import datetime as dt
 import json
 from typing import Any
 
+from lookbench_live.schema.moments import parse_moment
 from lookbench_live.schema.release import NOISE, RELEASE_SCHEMA, SUBSETS, hf_yaml_features
 
 CROISSANT_CONTEXT: dict[str, Any] = {
@@ -240,9 +241,8 @@ def _yaml_features(indent: str) -> list[str]:
 
 def _moment(text: str) -> str:
     """An ISO moment as the card prints it: the date alone at midnight UTC."""
-    moment = dt.datetime.fromisoformat(text)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.UTC)
+    moment = parse_moment(text)
+    assert moment is not None, "a window bound is never empty text"
     moment = moment.astimezone(dt.UTC)
     if moment.time() == dt.time(0):
         return moment.date().isoformat()

@@ -9,6 +9,8 @@ from typing import Annotated
 
 import typer
 
+from lookbench_live.schema.moments import parse_moment
+
 release_app = typer.Typer(
     help="Build, verify and list dated releases.\n\nExamples:\n\n"
     "  lookbench-live release build --version v20261201 --window 2026-11-01..2026-12-01\n\n"
@@ -36,10 +38,9 @@ def parse_window(text: str | None) -> tuple[dt.datetime | None, dt.datetime | No
         if not value:
             return None
         try:
-            moment = dt.datetime.fromisoformat(value)
+            return parse_moment(value)
         except ValueError as exc:
             raise typer.BadParameter(f"{value!r} is not an ISO date") from exc
-        return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
 
     return parse(start_text), parse(end_text)
 

@@ -42,6 +42,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
+from lookbench_live.schema.moments import parse_moment
 from lookbench_live.schema.records import (
     COMPLIANCE_TABLES,
     TABLES,
@@ -595,7 +596,7 @@ class Lake:
             "its lease expires)"
         )
         try:
-            expires = dt.datetime.fromisoformat(json.loads(current)["expires_at"])
+            expires = parse_moment(json.loads(current)["expires_at"])
         except (ValueError, KeyError, TypeError):
             expires = None  # unreadable: treat as expired only if it is older than a lease
         if expires is not None and expires > dt.datetime.now(dt.UTC):

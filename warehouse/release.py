@@ -38,6 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lookbench_live import __version__
+from lookbench_live.schema.moments import parse_moment
 from lookbench_live.schema.records import Rejection
 from lookbench_live.schema.release import (
     FILES,
@@ -954,8 +955,7 @@ def previous_published(lake: Lake, before: str) -> tuple[str, dt.datetime | None
             end = (manifest.get("window") or {}).get("end")
             if not isinstance(end, str):
                 return earlier, None
-            moment = dt.datetime.fromisoformat(end)
-            return earlier, moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+            return earlier, parse_moment(end)
     return None
 
 
@@ -981,7 +981,7 @@ def correct_release(lake: Lake, version: str, reason: str, **stage_args: Any) ->
     window = manifest.get("window") or {}
 
     def moment(value: Any) -> dt.datetime | None:
-        return dt.datetime.fromisoformat(value) if isinstance(value, str) else None
+        return parse_moment(value) if isinstance(value, str) else None
 
     new = next_revision(version, committed_versions(lake))
     result = build_release(

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from lookbench_live.schema.moments import parse_moment
 from lookbench_live.scrapers.extract.values import decimal_text
 
 if TYPE_CHECKING:
@@ -193,15 +194,11 @@ def parse_datetime(value: Any) -> dt.datetime | None:
     if not value or not isinstance(value, str):
         return None
     text = value.strip()
-    if text.endswith("Z"):
-        text = text[:-1] + "+00:00"
     try:
-        parsed = dt.datetime.fromisoformat(text)
+        parsed = parse_moment(text)
     except ValueError:
-        try:
-            parsed = dt.datetime.combine(dt.date.fromisoformat(text[:10]), dt.time())
+        try:  # a page's date with trailing text ("2026-05-01 at noon"): its day
+            parsed = parse_moment(dt.date.fromisoformat(text[:10]))
         except ValueError:
             return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.UTC)
-    return parsed.astimezone(dt.UTC)
+    return parsed.astimezone(dt.UTC) if parsed is not None else None

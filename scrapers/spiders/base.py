@@ -21,11 +21,12 @@ from scrapy.utils.request import request_from_dict
 from twisted.python.failure import Failure
 
 from lookbench_live.config import SiteSettings
+from lookbench_live.network.optout import TdmRule, page_optout, parse_tdmrep, tdmrep_optout, tdmrep_url
+from lookbench_live.schema.moments import parse_moment
 from lookbench_live.scrapers.extract.model import Extraction, NormalizedProduct
 from lookbench_live.scrapers.items import CrawlItem, rejection
 from lookbench_live.scrapers.journal import CrawlJournal
 from lookbench_live.scrapers.middlewares import RefusedRequest
-from lookbench_live.scrapers.optout import TdmRule, page_optout, parse_tdmrep, tdmrep_optout, tdmrep_url
 
 Callback = Callable[..., Iterable[Any] | None]
 # The window start a request was discovered under (ISO or None), kept with it in the journal
@@ -70,7 +71,7 @@ class SiteSpider(scrapy.Spider):
         self.site = SiteSettings.model_validate(site)
         super().__init__(name=self.site.name, **kwargs)
         # The window start: items whose stated dates are all before it are not new work.
-        self.since = dt.datetime.fromisoformat(since) if since else None
+        self.since = parse_moment(since)
         # Requests an earlier run of this site did not reach (its budget ran out): done first.
         self.frontier = list(frontier or [])
         self.journal = CrawlJournal(state_dir)
@@ -174,7 +175,7 @@ class SiteSpider(scrapy.Spider):
 
     def _since_of(self, request: scrapy.Request) -> dt.datetime | None:
         stamp = request.meta.get(SINCE_META, self._since_text)
-        return dt.datetime.fromisoformat(stamp) if stamp else None
+        return parse_moment(stamp)
 
     async def load_tdmrep(self, url: str) -> list[CrawlItem]:
         """Read the origin's /.well-known/tdmrep.json once (through every downloader middleware:

@@ -35,8 +35,8 @@ async def abort_request(request: Any) -> bool:
     import asyncio
     from urllib.parse import urlsplit
 
+    from lookbench_live.network.netguard import BlockedURL, check_url
     from lookbench_live.scrapers.browser_guard import REFUSALS, authority
-    from lookbench_live.scrapers.netguard import BlockedURL, check_url
 
     if request.url.startswith(("data:", "blob:", "about:")):
         return False

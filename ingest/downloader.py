@@ -25,15 +25,14 @@ with a reason code. Guarantees:
   owning site's `download_delay` (`site_download_delays`) between requests, a
   429/503's Retry-After (seconds or HTTP date) before the next request to that host, and a
   host failing `host_park_after` attempts in a row is parked (`host_parked`);
-- timeouts, 429, 5xx and connection errors are retried `retries` times with backoff
-  (or the Retry-After, when the server gives one up to `max_retry_after`; a longer one
+- timeouts, 429, 5xx and connection errors are retried `retries` times with full-jitter
+  backoff from `retry_backoff` (`lookbench_live.retry`, as every client retries) (or the Retry-After, when the server gives one up to `max_retry_after`; a longer one
   ends the URL and parks the host); other 4xx are final at once.
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +41,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from lookbench_live.config import DEFAULT_CONTACT_URL, IngestSettings, SiteSettings, agent_string
-from lookbench_live.scrapers.ingest.http import (
+from lookbench_live.ingest.http import (
     BadEncoding,
     BodyTooLarge,
     HttpClient,
@@ -51,19 +50,17 @@ from lookbench_live.scrapers.ingest.http import (
     Response,
     read_body,
 )
-from lookbench_live.scrapers.ingest.pacing import HostPacer, HostParked
-from lookbench_live.scrapers.ingest.robots import RobotsCache
-from lookbench_live.scrapers.netguard import (
+from lookbench_live.ingest.pacing import HostPacer, HostParked
+from lookbench_live.ingest.robots import RobotsCache
+from lookbench_live.network.netguard import (
     NO_PRIVATE,
     BlockedURL,
     PrivateAllowance,
     check_scheme,
     check_url,
 )
-from lookbench_live.scrapers.optout import tdm_header_optout
-from lookbench_live.scrapers.robots import parse_retry_after
-
-OPT_OUT_DIRECTIVES = frozenset({"noai", "noimageai"})
+from lookbench_live.network.optout import OPT_OUT_DIRECTIVES, tdm_header_optout
+from lookbench_live.retry import full_jitter, parse_retry_after
 
 
 class FetchFailed(Exception):
@@ -148,6 +145,7 @@ class ImageDownloader:
         self.token = agent_token(user_agent)
         self.pacer = HostPacer(park_after=settings.host_park_after)
         self._in_flight: dict[str, asyncio.Semaphore] = {}
+        self.sleep = asyncio.sleep  # replaceable in tests, to observe backoff without waiting
         self.robots = (
             RobotsCache(
                 self.client,
@@ -231,8 +229,7 @@ class ImageDownloader:
                     failure.detail = f"{failure.detail} (after {attempt} attempts)"
                 raise failure
             if failure.retry_after is None:
-                backoff = self.settings.retry_backoff * 2 ** (attempt - 1) * (0.5 + random.random())
-                await asyncio.sleep(backoff)
+                await self.sleep(full_jitter(attempt - 1, base=self.settings.retry_backoff))
         raise AssertionError("unreachable")
 
     def _allowed(self, url: str, private_hosts: PrivateAllowance) -> bool:

@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from lookbench_live.scrapers.netguard import IPAddress, check_url
+from lookbench_live.network.limits import RESOLUTION_TTL_S
+from lookbench_live.network.netguard import IPAddress, check_url
 
-RESOLUTION_TTL_S = 60.0  # as netguard's transports: the pin makes reuse safe, the TTL keeps DNS fresh
 MAX_HEAD_BYTES = 64 * 1024  # status line + headers; a longer head is a protocol error
 READ_CHUNK = 256 * 1024
 MAX_IDLE_PER_ADDRESS = 64
@@ -432,7 +432,7 @@ async def read_body(response: Response | ProxiedResponse, cap: int, *, truncate:
     We ask for `identity`; a gzip/deflate body is inflated with the same bound (never more
     than `cap` + 1 bytes), other or stacked encodings raise `BadEncoding`.
     """
-    from lookbench_live.scrapers import bounded
+    from lookbench_live.network import bounded
 
     length = response.headers.get("content-length").strip()
     if not truncate and length.isdigit() and int(length) > cap:

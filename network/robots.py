@@ -23,7 +23,9 @@ from typing import Literal
 
 from protego import Protego
 
-MAX_ROBOTS_REDIRECTS = 5
+from lookbench_live.network import limits
+
+MAX_ROBOTS_REDIRECTS = limits.MAX_REDIRECTS
 
 Verdict = Literal["rules", "allow_all", "disallow_all"]
 
@@ -56,9 +58,9 @@ def robots_policy(
     body: bytes = b"",
     *,
     user_agent: str,
-    max_bytes: int = 500 * 1024,
-    max_crawl_delay: float = 30.0,
-    error_ttl: float = 600.0,
+    max_bytes: int = limits.ROBOTS_MAX_BYTES,
+    max_crawl_delay: float = limits.MAX_CRAWL_DELAY_S,
+    error_ttl: float = limits.ROBOTS_ERROR_TTL_S,
     retry_after: float | None = None,
     error: str | None = None,
     now: float | None = None,
@@ -101,23 +103,3 @@ def robots_policy(
             crawl_delay=float(delay),
         )
     return RobotsPolicy("rules", parser=parser, crawl_delay=float(delay) if delay is not None else None)
-
-
-def parse_retry_after(value: bytes | str | None, now_epoch: float | None = None) -> float | None:
-    """Seconds from a `Retry-After` header (delta-seconds or an HTTP date), None if absent/invalid."""
-    if not value:
-        return None
-    text = value.decode("latin-1") if isinstance(value, bytes) else value
-    text = text.strip()
-    if text.isdigit():
-        return float(text)
-    from email.utils import parsedate_to_datetime
-
-    try:
-        when = parsedate_to_datetime(text)
-    except (TypeError, ValueError):
-        return None
-    if when is None:
-        return None
-    now_epoch = time.time() if now_epoch is None else now_epoch
-    return max(0.0, when.timestamp() - now_epoch)

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from urllib.parse import urlsplit
 
+from lookbench_live.network import limits
+
 OPT_OUT_DIRECTIVES = frozenset({"noai", "noimageai"})
 TDMREP_PATH = "/.well-known/tdmrep.json"
 # Meta tags live in <head>; a page that has not closed it within this many characters is
@@ -110,7 +112,7 @@ def may_name_meta(html: str | bytes, names: Iterable[str]) -> bool:
 
 
 def meta_robots_optout(
-    html: str | bytes, token: str = "lookbench-live", *, metas: list[tuple[str, str]] | None = None
+    html: str | bytes, token: str = limits.BOT_NAME, *, metas: list[tuple[str, str]] | None = None
 ) -> OptOut | None:
     """`noai`/`noimageai` in a robots meta tag addressed to every robot or to ``token``
     (``metas``: the page's `meta_tags`, when the caller already has them)."""
@@ -210,7 +212,7 @@ def page_optout(
     headers: Mapping[str, str] | Iterable[tuple[str, str]] = (),
     html: str | bytes = "",
     tdmrep_rules: Iterable[TdmRule] = (),
-    token: str = "lookbench-live",
+    token: str = limits.BOT_NAME,
 ) -> OptOut | None:
     """Every page-level opt-out in one call: TDMRep header, robots meta, TDMRep meta, TDMRep file.
 

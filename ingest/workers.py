@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from lookbench_live.config import IngestSettings
-from lookbench_live.scrapers.ingest.metadata import MetadataError, strip_metadata
-from lookbench_live.scrapers.ingest.orientation import upright
-from lookbench_live.scrapers.ingest.validator import ImageRejected, ValidImage, validate_image
+from lookbench_live.ingest.metadata import MetadataError, strip_metadata
+from lookbench_live.ingest.orientation import upright
+from lookbench_live.ingest.validator import ImageRejected, ValidImage, validate_image
 
 Validate = Callable[[bytes, IngestSettings], ValidImage]
 _HEADER = struct.Struct(">I")
@@ -312,7 +312,7 @@ class DecodePool:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-c",
-            "from lookbench_live.scrapers.ingest.workers import _worker_main; _worker_main()",
+            "from lookbench_live.ingest.workers import _worker_main; _worker_main()",
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             env=env,

@@ -38,15 +38,17 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from lookbench_live.network import limits
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 BlockReason = Literal["blocked_address", "blocked_scheme", "unresolvable"]
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
-MAX_REDIRECTS = 5
+MAX_REDIRECTS = limits.MAX_REDIRECTS
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 # Resolutions are reused briefly within one transport; the pin makes this safe (what we
 # connect to is always what we checked), the TTL keeps a long run from using stale DNS.
-RESOLUTION_TTL_S = 60.0
+RESOLUTION_TTL_S = limits.RESOLUTION_TTL_S
 
 
 class BlockedURL(Exception):

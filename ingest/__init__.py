@@ -3,7 +3,7 @@
 The flow calls `pending_image_requests(lake)` then `ingest_images(lake, settings, requests, run_id)`.
 
 The names below are imported on first use (PEP 562): a decode worker imports
-`lookbench_live.scrapers.ingest.workers`, and importing the whole package eagerly would load
+`lookbench_live.ingest.workers`, and importing the whole package eagerly would load
 the lake (pyarrow.dataset, pandas) in every worker, about 0.5 s of CPU per worker start.
 """
 
@@ -13,9 +13,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from lookbench_live.scrapers.ingest.downloader import site_download_delays, site_private_hosts
-    from lookbench_live.scrapers.ingest.ingestor import IngestAborted, IngestResult, ingest_images
-    from lookbench_live.scrapers.ingest.pending import ImageRequest, pending_image_requests
+    from lookbench_live.ingest.downloader import site_download_delays, site_private_hosts
+    from lookbench_live.ingest.ingestor import IngestAborted, IngestResult, ingest_images
+    from lookbench_live.ingest.pending import ImageRequest, pending_image_requests
 
 _HOMES = {
     "ImageRequest": "pending",

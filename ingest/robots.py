@@ -1,6 +1,6 @@
 """robots.txt for image hosts, fetched once per host and failing closed (RFC 9309 §2.3.1).
 
-The decision is the crawl's (`scrapers.robots.robots_policy`, one policy for both): any 2xx
+The decision is the crawl's (`network.robots.robots_policy`, one policy for both): any 2xx
 is parsed (at most `ROBOTS_MAX_BYTES`, whole lines only; garbage or an unparsable file
 allows all); its Crawl-delay for our agent paces the host's image fetches, and one over
 `max_crawl_delay` disallows the host (`crawl_delay_too_long`); 4xx other than 429 allows
@@ -21,14 +21,15 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from lookbench_live.scrapers.ingest.http import BadEncoding, HttpClient, ProtocolFailure, read_body
-from lookbench_live.scrapers.netguard import MAX_REDIRECTS, NO_PRIVATE, BlockedURL, PrivateAllowance
-from lookbench_live.scrapers.robots import RobotsPolicy, parse_retry_after, robots_policy
+from lookbench_live.ingest.http import BadEncoding, HttpClient, ProtocolFailure, read_body
+from lookbench_live.network.limits import MAX_CRAWL_DELAY_S, ROBOTS_MAX_BYTES
+from lookbench_live.network.netguard import MAX_REDIRECTS, NO_PRIVATE, BlockedURL, PrivateAllowance
+from lookbench_live.network.robots import RobotsPolicy, robots_policy
+from lookbench_live.retry import parse_retry_after
 
 # True: every address (settings.allow_private_addresses); an allowance: only its origins.
 Allowance = PrivateAllowance | bool
 
-ROBOTS_MAX_BYTES = 500 * 1024
 SUCCESS_TTL_S = 24 * 3600.0
 
 
@@ -63,7 +64,7 @@ class RobotsCache:
         agent: str,
         timeout: float,
         error_ttl: float,
-        max_crawl_delay: float = 30.0,
+        max_crawl_delay: float = MAX_CRAWL_DELAY_S,
     ):
         self.client = client
         self.agent = agent  # the product token matched against User-agent lines

@@ -33,12 +33,10 @@ from typing import Any
 
 from lookbench_live import activity, interrupt
 from lookbench_live.config import DEFAULT_CONTACT_URL, IngestSettings
-from lookbench_live.schema.hashing import ImageHashes
-from lookbench_live.schema.records import ImageRecord, utcnow
-from lookbench_live.scrapers.ingest.downloader import FetchFailed, ImageDownloader
-from lookbench_live.scrapers.ingest.pending import ImageRequest
-from lookbench_live.scrapers.ingest.validator import validate_image
-from lookbench_live.scrapers.ingest.workers import (
+from lookbench_live.ingest.downloader import FetchFailed, ImageDownloader
+from lookbench_live.ingest.pending import ImageRequest
+from lookbench_live.ingest.validator import validate_image
+from lookbench_live.ingest.workers import (
     DecodePool,
     Processed,
     Refused,
@@ -47,7 +45,9 @@ from lookbench_live.scrapers.ingest.workers import (
     process_image,
     sync_paths,
 )
-from lookbench_live.scrapers.netguard import NO_PRIVATE, PrivateAllowance
+from lookbench_live.network.netguard import NO_PRIVATE, PrivateAllowance
+from lookbench_live.schema.hashing import ImageHashes
+from lookbench_live.schema.records import ImageRecord, utcnow
 from lookbench_live.warehouse.lake import Lake
 
 
