@@ -47,8 +47,8 @@ def test_a_site_unreachable_during_one_run_is_crawled_again_by_the_rerun(tmp_pat
     config = _config(tmp_path, shop.model_copy(update={"collections": []}))
     settings = load_settings(config)
     spec = RunSpec(
-        flow="refresh", home=str(tmp_path / "lake"), config_path=str(config), as_of=today.isoformat(),
-        version=f"v{today:%Y%m%d}", window_start=None, window_end=(today + dt.timedelta(days=1)).isoformat(),
+        flow="refresh", home=str(tmp_path / "lake"), config_path=str(config), as_of=today,
+        version=f"v{today:%Y%m%d}", window_start=None, window_end=today + dt.timedelta(days=1),
     )  # fmt: skip
 
     @flow(name="crawl-unreachable-then-back")
@@ -152,8 +152,8 @@ def test_a_site_that_answers_but_yields_nothing_after_earlier_months_is_flagged(
         folder.mkdir()
         config = _config(folder, site)
         spec = RunSpec(
-            flow="refresh", home=str(tmp_path / "lake"), config_path=str(config), as_of=today.isoformat(),
-            version=version, window_start=None, window_end=(today + dt.timedelta(days=1)).isoformat(),
+            flow="refresh", home=str(tmp_path / "lake"), config_path=str(config), as_of=today,
+            version=version, window_start=None, window_end=today + dt.timedelta(days=1),
         )  # fmt: skip
 
         @flow(name="crawl-yield")

@@ -264,10 +264,10 @@ def _spec(tmp_path: Path, config: Path, as_of: dt.datetime) -> RunSpec:
         flow="refresh",
         home=str(tmp_path / "lake"),
         config_path=str(config),
-        as_of=as_of.isoformat(),
+        as_of=as_of,
         version=f"v{as_of:%Y%m%d}",
         window_start=None,
-        window_end=(as_of + dt.timedelta(days=1)).isoformat(),
+        window_end=as_of + dt.timedelta(days=1),
     )
 
 
