@@ -10,25 +10,35 @@ from typing import Any
 
 from lookbench_live.warehouse.lake import Lake
 
+# Every recorded drop, by table: `stage/reason` and the rows it counts, as DuckDB aggregates over
+# the lake's fragments (never the whole history read into memory). Annotation and generation
+# failures carry their code before the first ":" of `error` (their stages' codes).
+REJECTION_QUERIES = {
+    "images": "SELECT 'ingest/' || coalesce(rejection_reason, 'None'), count(*) FROM t "
+    "WHERE status = 'rejected' GROUP BY 1",
+    "rejections": "SELECT stage || '/' || reason, count(*) FROM t GROUP BY 1",
+    "dedup_decisions": "SELECT 'dedup/' || coalesce(reason, 'None'), count(*) FROM t "
+    "WHERE decision = 'dropped' GROUP BY 1",
+    "annotations": "SELECT 'annotate/' || split_part(coalesce(nullif(error, ''), 'failed'), ':', 1), count(*) "
+    "FROM t WHERE status = 'failed' GROUP BY 1",
+    "generations": "SELECT 'generate/' || split_part(coalesce(nullif(error, ''), 'failed'), ':', 1), count(*) "
+    "FROM t WHERE status = 'failed' GROUP BY 1",
+}
+
 
 def rejection_counts(lake: Lake) -> dict[str, int]:
     """Every recorded drop in the lake, keyed `stage/reason`."""
+    import duckdb
+
     counts: Counter[str] = Counter()
-    for row in lake.read("images", columns=["status", "rejection_reason"]).to_pylist():
-        if row["status"] == "rejected":
-            counts[f"ingest/{row['rejection_reason']}"] += 1
-    for row in lake.read("rejections", columns=["stage", "reason"]).to_pylist():
-        counts[f"{row['stage']}/{row['reason']}"] += 1
-    for row in lake.read("dedup_decisions", columns=["decision", "reason"]).to_pylist():
-        if row["decision"] == "dropped":
-            counts[f"dedup/{row['reason']}"] += 1
-    for row in lake.read("annotations", columns=["status", "error"]).to_pylist():
-        if row["status"] == "failed":
-            reason = (row["error"] or "failed").split(":")[0]
-            counts[f"annotate/{reason}"] += 1
-    for row in lake.read("generations", columns=["status", "error"]).to_pylist():
-        if row["status"] == "failed":
-            counts[f"generate/{(row['error'] or 'failed').split(':')[0]}"] += 1
+    for table, sql in REJECTION_QUERIES.items():
+        con = duckdb.connect(":memory:")
+        try:
+            con.register("t", lake.dataset(table))
+            for key, n in con.execute(sql).fetchall():
+                counts[str(key)] += int(n)
+        finally:
+            con.close()
     return dict(sorted(counts.items()))
 
 
@@ -57,7 +67,7 @@ def markdown_summary(lake: Lake, summary: dict[str, Any]) -> str:
     lines += stage_lines(summary)
     lines += ["## Lake", "", "| table | rows |", "|---|---|"]
     for table in ("products", "looks", "images", "generations", "dedup_decisions", "annotations", "audits"):
-        lines.append(f"| {table} | {lake.read(table, columns=['created_at']).num_rows} |")
+        lines.append(f"| {table} | {lake.dataset(table).count_rows()} |")
     lines += ["", "## Rejections by reason", "", "| stage/reason | count |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in rejection_counts(lake).items()] or ["| none | 0 |"]
     release = summary.get("release")
