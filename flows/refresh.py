@@ -53,7 +53,6 @@ from lookbench_live.schema.release import MANIFEST, SUBSETS
 from lookbench_live.warehouse.freshness import default_window, upgrade_lake
 from lookbench_live.warehouse.labels import LabelRules
 from lookbench_live.warehouse.lake import Lake, LakeError
-from lookbench_live.warehouse.photo_type import PhotoTypeRule
 from lookbench_live.warehouse.release import (
     BuildResult,
     ReleaseError,
@@ -66,6 +65,7 @@ from lookbench_live.warehouse.release import (
     stage_release,
     version_for,
 )
+from lookbench_live.warehouse.release.stage import stage_options
 
 if TYPE_CHECKING:
     from lookbench_live.annotation.judge import AuditSummary
@@ -217,24 +217,11 @@ def stage(run: Run, labels: LabelRules | None = None) -> Run:
         run.release = ReleaseOutcome.from_record(detail)
         return run
     try:
-        run.staged = stage_release(lake, **release_options(run.settings), labels=labels, version=spec.version,
+        run.staged = stage_release(lake, **stage_options(run.settings), labels=labels, version=spec.version,
                                    window=spec.window, replace=run.replace, run_id=spec.run_key)  # fmt: skip
     except ReleaseExists:
         _already_committed(run)
     return run
-
-
-def release_options(settings: Settings) -> dict[str, Any]:
-    """What the settings say about staging a release: the one place settings meet `stage_release`
-    (the refresh, the backfill and `release build` alike)."""
-    return {
-        "query_share": settings.release.query_share,
-        "max_gallery": settings.release.max_gallery_per_item,
-        "seed": settings.release.seed,
-        "radius": settings.dedup.radius,
-        "contact": settings.contact,
-        "photo_type": PhotoTypeRule(settings.evidence.studio_min_flat_border),
-    }
 
 
 def content_shortfall(
@@ -591,7 +578,7 @@ def review_committed(run: Run) -> Run:
         run.reviewed = release_dir(run.lake, run.spec.version)
         return run
     try:
-        run.staged = stage_release(run.lake, **release_options(run.settings), version=run.spec.version,
+        run.staged = stage_release(run.lake, **stage_options(run.settings), version=run.spec.version,
                                    window=run.spec.window, run_id=run.spec.run_key)  # fmt: skip
     except ReleaseExists:  # committed meanwhile
         run.reviewed = release_dir(run.lake, run.spec.version)

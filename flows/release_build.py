@@ -1,7 +1,7 @@
 """`lookbench-live release build`: the flow's release path, outside a flow run.
 
 The same steps as the refresh's release (`refresh.PIPELINE`): stage (the settings meet
-`stage_release` in `refresh.release_options` only) → content check → audit, whose verdict is
+`stage_release` in `warehouse.release.stage_options` only) → content check → audit, whose verdict is
 the gate → stage again with the label rules and check again → commit. So `release build`
 refuses what the refresh refuses: a release with an empty subset is held back from `latest`
 (or not committed, with `release.on_shortfall = "fail"`), and a failed audit keeps `latest`

@@ -62,20 +62,12 @@ def correct(
     from lookbench_live.config import load_settings
     from lookbench_live.warehouse.lake import Lake
     from lookbench_live.warehouse.release import correct_release
+    from lookbench_live.warehouse.release.stage import stage_options
 
     settings = load_settings(config)
     lake = Lake(home or settings.lake.home)
     with lake.writer_lock("release correct"):
-        result = correct_release(
-            lake,
-            version,
-            reason,
-            query_share=settings.release.query_share,
-            max_gallery=settings.release.max_gallery_per_item,
-            seed=settings.release.seed,
-            radius=settings.dedup.radius,
-            contact=settings.contact,
-        )
+        result = correct_release(lake, version, reason, **stage_options(settings))
     typer.echo(f"release {result.version}: supersedes {result.manifest.get('supersedes')} at {result.path}")
 
 

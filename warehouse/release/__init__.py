@@ -67,7 +67,7 @@ from lookbench_live.warehouse.release.commit import (
     withdraw_release,
 )
 from lookbench_live.warehouse.release.rows import StagedRelease, write_rows
-from lookbench_live.warehouse.release.stage import releases_before_rules, stage_release
+from lookbench_live.warehouse.release.stage import releases_before_rules, stage_options, stage_release
 from lookbench_live.warehouse.released import counted_index, released_sha256s
 from lookbench_live.warehouse.views import lake_view
 
@@ -79,7 +79,7 @@ __all__ = [
     "default_release_window", "file_digest", "gate_passed", "gate_status", "is_published", "lake_view",
     "manifest_files", "newest_published", "parse_manifest", "previous_published", "read_latest",
     "read_manifest", "reconcile_releases", "release_dir", "release_order_key", "released_sha256s",
-    "releases_before_rules", "releases_root", "resolve_version", "row_hash_faults", "stage_release",
+    "releases_before_rules", "releases_root", "resolve_version", "row_hash_faults", "stage_options", "stage_release",
     "verify_path", "verify_release", "version_for", "withdraw_release", "withdrawal", "withdrawn_versions",
     "write_rows",
 ]  # fmt: skip

@@ -7,6 +7,7 @@ import datetime as dt
 import uuid
 from typing import Any
 
+from lookbench_live.config import Settings
 from lookbench_live.schema.committed import (
     ReleaseError,
     _version_path,
@@ -29,6 +30,19 @@ from lookbench_live.warehouse.release.rows import StagedRelease, _disk_full_is_r
 from lookbench_live.warehouse.released import ReleasedIndex, counted_index
 from lookbench_live.warehouse.takedown import takedown_filter
 from lookbench_live.warehouse.views import LakeView, lake_view
+
+
+def stage_options(settings: Settings) -> dict[str, Any]:
+    """What the settings say about staging a release: the one place settings meet `stage_release`
+    (the refresh and backfill, `release build`, `release correct`)."""
+    return {
+        "query_share": settings.release.query_share,
+        "max_gallery": settings.release.max_gallery_per_item,
+        "seed": settings.release.seed,
+        "radius": settings.dedup.radius,
+        "contact": settings.contact,
+        "photo_type": PhotoTypeRule(settings.evidence.studio_min_flat_border),
+    }
 
 
 def _taxonomy(taxonomy: Any) -> Any:
