@@ -800,7 +800,10 @@ def _work(
         # A lake written before the freshness rules records its sites' baselines first (their
         # first crawl, as its rows show it): nothing is re-dated or re-keyed (docs/release.md).
         upgrade_lake(lake)
-        with stages.serve_sample_store(settings, port, spec_args["as_of"]) as store_url:
+        # Only crawl and ingest reach the sites: a backfill of later stages serves no sample store
+        # (and needs no free port for it).
+        fetches = bool({"crawl", "ingest"} & set(selected))
+        with stages.serve_sample_store(settings, port, spec_args["as_of"], serve=fetches) as store_url:
             spec = _make_spec(flow_name, settings, store_url=store_url, **spec_args)
             summary = run_pipeline(spec, settings, selected, replace=replace)
     summary["markdown"] = markdown_summary(Lake(spec.home), summary)

@@ -47,10 +47,13 @@ class CrawlError(RuntimeError):
 
 
 @contextlib.contextmanager
-def serve_sample_store(settings: Settings, port: int, clock: dt.datetime) -> Iterator[str | None]:
+def serve_sample_store(
+    settings: Settings, port: int, clock: dt.datetime, *, serve: bool = True
+) -> Iterator[str | None]:
     """Serve the living sample store on loopback, showing the moment `clock` (the run's as-of),
-    when no site is configured (the embedded default); yields its URL, else None."""
-    if settings.crawl.sites:
+    when no site is configured (the embedded default) and `serve` (the run crawls or ingests);
+    yields its URL, else None."""
+    if settings.crawl.sites or not serve:
         yield None
         return
     from lookbench_live.scrapers.sample_store import SampleStore
