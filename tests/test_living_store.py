@@ -293,16 +293,16 @@ def test_a_failing_site_is_recorded_and_the_other_sites_products_arrive(tmp_path
         spec = _spec(tmp_path, config, today)
 
         @flow(name="crawl-all-test")
-        def crawl() -> list[dict]:
+        def crawl() -> list[stages.SiteOutcome]:
             return stages.crawl_all(spec, settings)
 
-        outcomes = {o["site"]: o for o in crawl()}
+        outcomes = {o.site: o for o in crawl()}
         (tmp_path / "alone").mkdir()
         alone = _config(tmp_path / "alone", [dead])
         only_dead = load_settings(alone)
 
         @flow(name="crawl-all-dead")
-        def crawl_dead() -> list[dict]:
+        def crawl_dead() -> list[stages.SiteOutcome]:
             return stages.crawl_all(_spec(tmp_path / "alone", alone, today), only_dead)
 
         with pytest.raises(
@@ -310,10 +310,8 @@ def test_a_failing_site_is_recorded_and_the_other_sites_products_arrive(tmp_path
             match=r"^no site yielded anything: dead-woo: no page fetched \(robots_unreachable",
         ):
             crawl_dead()
-    assert outcomes["sample-shopify"]["status"] == "ok" and outcomes["sample-shopify"]["products"] > 0
-    assert (
-        outcomes["dead-woo"]["status"] == "failed" and "robots_unreachable" in outcomes["dead-woo"]["reason"]
-    )
+    assert outcomes["sample-shopify"].status == "ok" and outcomes["sample-shopify"].products > 0
+    assert outcomes["dead-woo"].status == "failed" and "robots_unreachable" in outcomes["dead-woo"].reason
     lake = Lake(spec.home)
     assert {r["source"] for r in lake.read("products").to_pylist()} == {"sample-shopify"}
     recorded = [r for r in lake.read("rejections").to_pylist() if r["item"] == "site:dead-woo"]
