@@ -12,16 +12,17 @@ functions), and never resumes: a committed version is refused (`ReleaseExists`).
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from lookbench_live.config import Settings
-from lookbench_live.flows.refresh import PIPELINE, ReleaseOutcome, Run, run_steps
-from lookbench_live.flows.runtime import RunSpec
-from lookbench_live.warehouse.assemble import Window
 from lookbench_live.warehouse.cli import ConfigOption, HomeOption, parse_window, release_app
-from lookbench_live.warehouse.lake import Lake
+
+if TYPE_CHECKING:  # imported where used: registering the command must stay light (`--help`)
+    from lookbench_live.config import Settings
+    from lookbench_live.flows.run_state import ReleaseOutcome
+    from lookbench_live.warehouse.assemble import Window
+    from lookbench_live.warehouse.lake import Lake
 
 # The refresh's release steps, in its order; `evidence` (the checks on generated images) and
 # the evaluation belong to the refresh, whose stages produce what they read.
@@ -32,6 +33,9 @@ def build_checked(
     lake: Lake, settings: Settings, *, version: str, window: Window, replace: bool = False
 ) -> ReleaseOutcome:
     """Build `version` over `window` through the flow's stage → check → audit → labels → commit."""
+    from lookbench_live.flows.refresh import PIPELINE, Run, run_steps
+    from lookbench_live.flows.runtime import RunSpec
+
     now = dt.datetime.now(dt.UTC)
     spec = RunSpec(
         flow="release-build",
@@ -67,6 +71,8 @@ def build(
     """Assemble a release from the lake's kept, annotated items, check, audit, verify and commit it
     atomically, as the refresh does: a release it would hold back is held back here too."""
     from lookbench_live.config import load_settings
+    from lookbench_live.warehouse.assemble import Window
+    from lookbench_live.warehouse.lake import Lake
     from lookbench_live.warehouse.release import check_version, default_release_window, version_for
 
     settings = load_settings(config)

@@ -11,10 +11,12 @@ from __future__ import annotations
 import datetime as dt
 import os
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lookbench_live.config import FlowSettings
-from lookbench_live.warehouse.assemble import Window
+
+if TYPE_CHECKING:
+    from lookbench_live.warehouse.assemble import Window
 
 OFFLINE_ENV = {
     # Prefect's embedded API otherwise tries to reach a telemetry host and logs errors.
@@ -86,6 +88,8 @@ class RunSpec:
     @property
     def window(self) -> Window:
         """The run's window of first-seen times: the one place a run's `Window` is made."""
+        from lookbench_live.warehouse.assemble import Window  # pyarrow: not before Prefect starts
+
         return Window(self.window_start, self.window_end)
 
     def as_dict(self) -> dict[str, Any]:

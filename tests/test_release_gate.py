@@ -54,7 +54,7 @@ def test_the_flow_audits_the_staging_release_with_the_judge(tmp_path: Path) -> N
         audit = audit_staging(lake, settings, staged.path, "run-1")
         audits.append(audit)
         gate = {"passed": audit.gate_passed, "reason": audit.gate_reason}
-        result = commit_release(lake, staged, {"audit": audit, "gate": gate})
+        result = commit_release(lake, staged, {"audit": audit.summary(), "gate": gate})
         sent = server.total
     (audit,) = audits
     assert audit.status == "ok" and audit.sampled == sent > 0
