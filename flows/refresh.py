@@ -23,7 +23,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Literal, TextIO, TypedDict, cast
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -694,12 +694,14 @@ def run_pipeline(
     return summary_of(run)
 
 
-def run_steps(run: Run, steps: Sequence[PipelineStep], *, as_tasks: bool = True) -> Run:
+def run_steps(
+    run: Run, steps: Sequence[PipelineStep], *, as_tasks: bool = True, stream: TextIO | None = None
+) -> Run:
     """Each step in order, with its progress line and its counts (its own instance's, never summed
     with another pass of the same stage); `run.results` holds the timings and counts by step
     instance. `as_tasks=False` (outside a flow, `release build`): the release steps run as plain
-    calls, not Prefect task runs."""
-    with stage_progress([s.label for s in steps]) as progress:
+    calls, not Prefect task runs. `stream`: where the progress lines go (default stderr)."""
+    with stage_progress([s.label for s in steps], stream=stream) as progress:
         for step in steps:
             interrupt.check(step.name)  # a safe point between steps
             progress.start(step.label)

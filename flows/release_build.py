@@ -12,6 +12,7 @@ functions), and never resumes: a committed version is refused (`ReleaseExists`).
 from __future__ import annotations
 
 import datetime as dt
+import io
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -48,7 +49,8 @@ def build_checked(
     )
     run = Run(spec=spec, settings=settings, lake=lake, selected=("release",), replace=replace, resume=False)
     steps = [step for step in PIPELINE if step.name in BUILD_STEPS]
-    run = run_steps(run, steps, as_tasks=False)
+    # The command prints the release (or its one `error:` line), as it always has, not step lines.
+    run = run_steps(run, steps, as_tasks=False, stream=io.StringIO())
     assert run.release is not None  # commit made it, or raised
     return run.release
 
