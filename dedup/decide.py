@@ -174,7 +174,7 @@ def _released(lake: Lake) -> tuple[dict[str, str], dict[str, ImageHashes]]:
     Read once per call from the released-image index (warehouse/released.py), not from every
     release file: a release whose audit gate failed does not count (its images stay eligible).
     """
-    from lookbench_live.warehouse.release import counted_index
+    from lookbench_live.warehouse.released import counted_index
 
     index = counted_index(lake)
     hashes = {

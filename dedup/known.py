@@ -27,6 +27,7 @@ from PIL import Image, UnidentifiedImageError
 from lookbench_live.config import DedupSettings
 from lookbench_live.dedup.index import is_hash
 from lookbench_live.schema.hashing import HASH_METHOD, hash_bytes
+from lookbench_live.schema.imagedata import decoder_ran_out
 from lookbench_live.warehouse.lake import atomic_write_bytes, parquet_bytes
 
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff"})
@@ -96,15 +97,15 @@ def iter_image_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
     yield from scan_image_files(paths)[0]
 
 
-def _plain_reason(exc: BaseException, settings: DedupSettings) -> str:
+def _plain_reason(exc: BaseException, settings: DedupSettings, data: bytes = b"") -> str:
     """A reason a person can act on, never Pillow's object reprs (`<_io.BytesIO object at 0x…>`)."""
     if isinstance(exc, UnidentifiedImageError):
         return f"not a readable image (formats hashed: {', '.join(settings.known_dataset_formats)})"
     if isinstance(exc, (Image.DecompressionBombError, Image.DecompressionBombWarning)):
         return f"too many pixels (over the cap of {settings.known_dataset_max_pixels:,})"
-    text = str(exc)
-    if "truncated" in text:
+    if isinstance(exc, OSError) and data and decoder_ran_out(data, tuple(settings.known_dataset_formats)):
         return "truncated image file"
+    text = str(exc)
     if isinstance(exc, OSError) and exc.strerror:
         return f"cannot read the file ({exc.strerror})"
     if isinstance(exc, MemoryError):
@@ -118,6 +119,7 @@ def _hash_one(
     path: str, settings: DedupSettings
 ) -> tuple[str, str | None, str | None, str | None, str | None]:
     """(path, sha256, phash, phash_mirror, error) for one file; never raises."""
+    data = b""
     try:
         data = Path(path).read_bytes()
         if not data:
@@ -140,7 +142,7 @@ def _hash_one(
         OSError, ValueError, SyntaxError, EOFError, MemoryError, Image.DecompressionBombError,
         Image.DecompressionBombWarning,
     ) as exc:  # fmt: skip
-        return path, None, None, None, _plain_reason(exc, settings)
+        return path, None, None, None, _plain_reason(exc, settings, data)
     return path, hashlib.sha256(data).hexdigest(), hashes.phash, hashes.phash_mirror, None
 
 

@@ -90,7 +90,8 @@ def _verified(lake: Any, versions: list[str], allow_unverified: bool) -> tuple[l
     `--allow-unverified`; then a warning, and the caller prints the scores without recording
     them (False). Returns the versions resolved (`latest` named once, so the release scored is
     the one verified) and whether every one verified."""
-    from lookbench_live.warehouse.release import resolve_version, verify_release
+    from lookbench_live.schema.committed import resolve_version
+    from lookbench_live.schema.verify import verify_release
 
     verified, out = True, []
     for version in versions:
@@ -223,7 +224,7 @@ def _evaluate_range(
 ) -> None:
     from lookbench_live.evaluation.contamination import evaluate_range, resolve_range
     from lookbench_live.evaluation.evaluate import evaluation_records
-    from lookbench_live.warehouse.release import ReleaseError
+    from lookbench_live.schema.committed import ReleaseError
 
     s = settings.evaluation
     try:
@@ -259,7 +260,7 @@ def leaderboard_rows(lake: Any) -> list[dict[str, Any]]:
     """Every model on every release that is not withdrawn (`evaluation.leaderboard.board_rows`):
     newest release first, best overall Fine R@1 first."""
     from lookbench_live.evaluation.leaderboard import board_rows
-    from lookbench_live.warehouse.release import withdrawn_versions
+    from lookbench_live.schema.committed import withdrawn_versions
 
     return board_rows(lake.read("evaluations").to_pylist(), leave_out=withdrawn_versions(lake))
 
@@ -323,7 +324,7 @@ def report(
     """The release report (self-contained HTML). Uses the one written beside the manifest when
     the release has it; otherwise writes <lake>/reports/<version>/report.html."""
     from lookbench_live.evaluation.report import REPORT_NAME, default_report_path, write_report
-    from lookbench_live.warehouse.release import release_dir, resolve_version
+    from lookbench_live.schema.committed import release_dir, resolve_version
 
     lake, settings = _lake(home, config)
     version = resolve_version(lake, version)

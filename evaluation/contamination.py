@@ -18,9 +18,7 @@ import numpy as np
 from lookbench_live.evaluation.evaluate import EvaluationRun, metric_names, run_evaluation
 from lookbench_live.evaluation.outfit import OUTFIT_SUBSETS, look_keys, outfit_scores
 from lookbench_live.evaluation.release_data import query_moment
-from lookbench_live.schema.release import version_key
-from lookbench_live.warehouse.lake import Lake
-from lookbench_live.warehouse.release import (
+from lookbench_live.schema.committed import (
     ReleaseError,
     ReleaseWithdrawn,
     check_version,
@@ -28,6 +26,8 @@ from lookbench_live.warehouse.release import (
     resolve_version,
     withdrawal,
 )
+from lookbench_live.schema.release import version_key
+from lookbench_live.warehouse.lake import Lake
 
 
 def resolve_range(lake: Lake, spec: str) -> list[str]:

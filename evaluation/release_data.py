@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lookbench_live.schema.committed import check_version, release_dir, resolve_version
 from lookbench_live.schema.release import MANIFEST, NOISE, RELEASE_SCHEMA, SPLIT_NAMES, SUBSETS
 from lookbench_live.warehouse.lake import Lake
-from lookbench_live.warehouse.release import check_version, release_dir, resolve_version
 
 LABEL_COLUMNS = (
     "sha256",

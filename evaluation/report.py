@@ -41,10 +41,11 @@ from lookbench_live.evaluation.baseline import BASELINE_NAME
 from lookbench_live.evaluation.evaluate import EvaluationRun, evaluation_records
 from lookbench_live.evaluation.leaderboard import SUBSET_TITLES, board_rows, paper_table
 from lookbench_live.evaluation.release_data import NOISE, SUBSETS, ReleaseData, iter_images, load_release
-from lookbench_live.schema.release import version_key
+from lookbench_live.schema.committed import current_versions, release_dir
+from lookbench_live.schema.release import MANIFEST, version_key
+from lookbench_live.schema.verify import verify_path
 from lookbench_live.warehouse.drops import drops_by_reason
 from lookbench_live.warehouse.lake import Lake, atomic_write_bytes
-from lookbench_live.warehouse.release import MANIFEST, current_versions, release_dir, verify_path
 
 THUMB = 96  # px, longest side
 GRID_K = 5

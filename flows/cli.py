@@ -222,6 +222,9 @@ def serve(
 
 
 def register(app: typer.Typer) -> None:
+    from lookbench_live.flows import release_build
+
+    release_build.register()
     app.command("refresh")(refresh)
     app.command("backfill")(backfill)
     app.command("export")(export)

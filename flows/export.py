@@ -278,9 +278,9 @@ def _export_tar(
                 entry = manifest["files"][rel]
                 with lake.fs.open(f"{base}/{rel}", "rb") as src:
                     reader = _CheckedReader(src, rel, entry, f"release {version} in the lake")
-                    tar.addfile(_member(version, rel, int(entry["size"])), reader)  # type: ignore[arg-type]
+                    tar.addfile(_member(version, rel, int(entry["size"])), reader)
                 reader.check()
-            tar.addfile(_member(version, MANIFEST, len(manifest_bytes)), _Bytes(manifest_bytes))  # type: ignore[arg-type]
+            tar.addfile(_member(version, MANIFEST, len(manifest_bytes)), _Bytes(manifest_bytes))
         _place(fs, tmp, path)
     finally:
         if fs.exists(tmp):

@@ -13,7 +13,8 @@ import datetime as dt
 from dataclasses import dataclass
 
 from lookbench_live.config import Settings, SiteSettings
-from lookbench_live.flows.runtime import default_as_of, parse_moment
+from lookbench_live.flows.runtime import default_as_of
+from lookbench_live.schema.moments import parse_moment
 
 
 class OptionError(ValueError):

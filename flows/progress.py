@@ -49,7 +49,9 @@ PLAIN_EVERY_S = 10.0
 
 
 def stage_counts(result: Any) -> dict[str, int]:
-    """The integer fields of a stage's summary, summed over shards (a dict or a list of dicts).
+    """The integer fields of ONE step instance's results, summed over its shards (a dict or a list
+    of dicts). Never give it two passes of a stage (`dedup real` and `dedup aigen`): each pass is
+    counted on its own (`refresh.run_steps`).
 
     Booleans and nested values are left out: they are states, not counts.
     """
@@ -127,8 +129,8 @@ class StageProgress:
             self._tick.set()
             self._ticker.join()
             self._ticker = None
-        # A step that runs twice (dedup and annotate: real, then generated) sums its passes' time;
-        # its counts come from the stage's summary, which already holds both passes.
+        # Steps are named by instance (`dedup real`, `dedup aigen`): each pass has its own time and
+        # counts. A name started twice (a caller's own loop) sums its time.
         self.timings[name] = round(self.timings.get(name, 0.0) + elapsed, 3)
         self.counts[name] = dict(counts or {})
         text = (

@@ -21,10 +21,9 @@ makes the release visible, `LATEST` last.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, TextIO, TypedDict, cast
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -35,23 +34,25 @@ from lookbench_live import interrupt
 from lookbench_live.config import Settings, load_settings
 from lookbench_live.flows import ledger, notify, shards, stages
 from lookbench_live.flows.progress import format_counts, stage_counts, stage_progress
+from lookbench_live.flows.run_state import Gate, ReleaseOutcome, StepResults, Verdict, plain
 from lookbench_live.flows.runtime import (
     RunSpec,
     default_as_of,
-    parse_moment,
     route_run_logs,
     scheduled_day,
     stoppable,
     task_runner,
 )
+from lookbench_live.flows.stages import SiteOutcome
 from lookbench_live.flows.summary import markdown_summary, publish_artifact, rejection_counts
+from lookbench_live.schema.committed import release_dir
+from lookbench_live.schema.moments import parse_moment
+from lookbench_live.schema.reasons import EvaluateReason, ReleaseReason
 from lookbench_live.schema.records import Rejection
-from lookbench_live.schema.release import SUBSETS
-from lookbench_live.warehouse.assemble import Window
+from lookbench_live.schema.release import MANIFEST, SUBSETS
 from lookbench_live.warehouse.freshness import default_window, upgrade_lake
 from lookbench_live.warehouse.labels import LabelRules
 from lookbench_live.warehouse.lake import Lake, LakeError
-from lookbench_live.warehouse.photo_type import PhotoTypeRule
 from lookbench_live.warehouse.release import (
     BuildResult,
     ReleaseError,
@@ -64,6 +65,10 @@ from lookbench_live.warehouse.release import (
     stage_release,
     version_for,
 )
+from lookbench_live.warehouse.release.stage import stage_options
+
+if TYPE_CHECKING:
+    from lookbench_live.annotation.judge import AuditSummary
 
 
 class ReleaseHeldBack(ReleaseError):
@@ -82,29 +87,51 @@ def previous_window_end(lake: Lake, before: str) -> dt.datetime | None:
 
 
 # ---------------------------------------------------------------------- the run's state
+class EvaluationFailure(TypedDict):
+    """A model that could not be scored (missing weights, no GPU): the manifest's and report's entry."""
+
+    model: str
+    error: str
+
+
 @dataclass(slots=True)
 class Run:
-    """What flows from step to step: the run's inputs, then each step's output."""
+    """What flows from step to step: the run's inputs, then each step's typed output."""
 
     spec: RunSpec
     settings: Settings
     lake: Lake
     selected: tuple[str, ...]
     replace: bool
-    summary: dict[str, Any] = field(default_factory=dict)
-    sites: list[dict[str, Any]] = field(default_factory=list)
+    # Whether a release already committed under this version is a finished step (a resumed run)
+    # or a refusal (`release build`, which never resumes: `ReleaseExists`).
+    resume: bool = True
+    results: StepResults = field(default_factory=StepResults)
+    label: str = ""  # the running step instance's label: where its results go
+    sites: list[SiteOutcome] = field(default_factory=list)
     staged: StagedRelease | None = None
-    audit: dict[str, Any] = field(default_factory=dict)
-    gate: dict[str, Any] | None = None
+    # A committed release that audit/evaluate/report read when the run does not build one.
+    reviewed: str | None = None
+    audit: AuditSummary | None = None
+    gate: Gate = field(default_factory=Gate)
     evaluation_runs: list[Any] = field(default_factory=list)  # EvaluationRun, baseline first
     evaluations: list[dict[str, Any]] = field(default_factory=list)
-    evaluation_failures: list[dict[str, str]] = field(default_factory=list)  # a model that could not run
+    evaluation_failures: list[EvaluationFailure] = field(default_factory=list)
     held: str | None = None  # why the content check stops this release (on_shortfall = "fail")
     report: str | None = None
     result: BuildResult | None = None
+    release: ReleaseOutcome | None = None
 
-    def stage_summary(self, name: str) -> list[Any]:
-        return self.summary["stages"].setdefault(name, [])
+    def record(self, *results: Any) -> None:
+        """Results of the running step instance (one per shard), kept apart from other instances."""
+        self.results.add(self.label, *results)
+
+    @property
+    def release_path(self) -> str | None:
+        """The release folder audit, evaluate and report read: staged by this run, else committed."""
+        if self.staged is not None:
+            return self.staged.path
+        return self.reviewed
 
 
 Step = Callable[[Run], Run]
@@ -113,7 +140,7 @@ Step = Callable[[Run], Run]
 # ---------------------------------------------------------------------- steps before the release
 def crawl(run: Run) -> Run:
     run.sites = stages.crawl_all(run.spec, run.settings)
-    run.stage_summary("crawl").extend(run.sites)
+    run.record(*run.sites)
     return run
 
 
@@ -123,16 +150,16 @@ def ingest(run: Run) -> Run:
     futures = [
         stages.ingest_shard.submit(run.spec, shard, str(i), allow_private) for i, shard in enumerate(shards)
     ]
-    run.stage_summary("ingest").extend(f.result() for f in futures)
+    run.record(*(f.result() for f in futures))
     return run
 
 
 def dedup_pass(run: Run, label: str) -> None:
     """One dedup pass: in the flow process, or with its pair searches as `dedup.shards` tasks."""
     if shards.dedup_shards(run.settings) == 1:
-        run.stage_summary("dedup").append(stages.dedup(run.spec, label))
+        run.record(stages.dedup(run.spec, label))
     else:
-        run.stage_summary("dedup").append(shards.dedup_in_shards(run.spec, run.settings, label))
+        run.record(shards.dedup_in_shards(run.spec, run.settings, label))
 
 
 def dedup_real(run: Run) -> Run:
@@ -144,10 +171,10 @@ def annotate_pass(run: Run, label: str) -> None:
     """One annotation pass: in the flow process, or as `annotation.shards` tasks on the runner."""
     count = stages.annotation_shards(run.spec)
     if count == 1:
-        run.stage_summary("annotate").append(stages.annotate(run.spec, label))
+        run.record(stages.annotate(run.spec, label))
         return
     futures = [stages.annotate_shard.submit(run.spec, label, i, count) for i in range(count)]
-    run.stage_summary("annotate").extend(f.result() for f in futures)
+    run.record(*(f.result() for f in futures))
 
 
 def annotate_real(run: Run) -> Run:
@@ -159,9 +186,9 @@ def generate(run: Run) -> Run:
     """Generation in the flow process, or as `generation.shards` tasks on Dask/Ray workers."""
     count = shards.generation_shards(run.settings)
     if count == 1:
-        run.summary["stages"]["generate"] = stages.generate(run.spec)
+        run.record(stages.generate(run.spec))
     else:
-        run.summary["stages"]["generate"] = shards.generate_in_shards(run.spec, run.settings, count)
+        run.record(shards.generate_in_shards(run.spec, run.settings, count))
     return run
 
 
@@ -177,7 +204,7 @@ def annotate_aigen(run: Run) -> Run:
 
 def evidence(run: Run) -> Run:
     """Check what generated rows will claim: the VLM's category, the conditioned look's product."""
-    run.summary["stages"]["evidence"] = stages.evidence(run.spec)
+    run.record(stages.evidence(run.spec))
     return run
 
 
@@ -185,28 +212,15 @@ def evidence(run: Run) -> Run:
 def stage(run: Run, labels: LabelRules | None = None) -> Run:
     """Assemble the window's release into a staging folder; a finished release skips the rest."""
     spec, lake = run.spec, run.lake
-    if ledger.is_done(lake, spec.run_key, "release", spec.version) and not run.replace:
-        run.summary["release"] = json.loads(ledger.details(lake, spec.run_key)[("release", spec.version)])
+    if run.resume and ledger.is_done(lake, spec.run_key, "release", spec.version) and not run.replace:
+        detail = ledger.details(lake, spec.run_key)[("release", spec.version)]
+        run.release = ReleaseOutcome.from_record(detail)
         return run
-    settings = run.settings
     try:
-        run.staged = stage_release(
-            lake,
-            labels=labels,
-            version=spec.version,
-            window=Window(parse_moment(spec.window_start), parse_moment(spec.window_end)),
-            replace=run.replace,
-            query_share=settings.release.query_share,
-            max_gallery=settings.release.max_gallery_per_item,
-            seed=settings.release.seed,
-            run_id=spec.run_key,
-            radius=settings.dedup.radius,
-            contact=settings.contact,
-            photo_type=PhotoTypeRule(settings.evidence.studio_min_flat_border),
-        )
+        run.staged = stage_release(lake, **stage_options(run.settings), labels=labels, version=spec.version,
+                                   window=spec.window, replace=run.replace, run_id=spec.run_key)  # fmt: skip
     except ReleaseExists:
-        # Committed, but the run died before its ledger marker: the work is done.
-        run.summary["release"] = _already_committed(run)
+        _already_committed(run)
     return run
 
 
@@ -250,10 +264,10 @@ def check(run: Run) -> Run:
     reason = content_shortfall(rows, previous_queries, min_share_of_previous=policy.min_share_of_previous)
     if reason is None:
         return run
-    run.gate = {"passed": False, "reason": f"content check: {reason}"}
+    run.gate = run.gate.with_verdict(Verdict("content", False, reason))
     run.lake.append(
-        [Rejection(stage="release", item=run.spec.version, reason="content_shortfall", detail=reason,
-                   run_id=run.spec.run_key)]
+        [Rejection(stage="release", item=run.spec.version, reason=ReleaseReason.CONTENT_SHORTFALL.value,
+                   detail=reason, run_id=run.spec.run_key)]
     )  # fmt: skip
     if policy.on_shortfall == "fail":
         run.held = reason
@@ -261,15 +275,14 @@ def check(run: Run) -> Run:
 
 
 def audit(run: Run) -> Run:
-    """Send a stratified sample of the staged rows to the judge; its verdict is the gate."""
-    if run.staged is None or run.held:
+    """Send a stratified sample of the release's rows to the judge; its verdict is the gate."""
+    path = run.release_path
+    if path is None or run.held:
         return run
-    run.audit = audit_staging(run.lake, run.settings, run.staged.path, run.spec.run_key)
-    if run.audit.get("status") == "ok":
-        verdict = {"passed": bool(run.audit.get("gate_passed")), "reason": run.audit.get("gate_reason", "")}
-        if run.gate and run.gate.get("passed") is False:  # the content check failed already: keep it
-            verdict = {"passed": False, "reason": f"{run.gate['reason']}; audit: {verdict['reason']}"}
-        run.gate = verdict
+    run.audit = audit_staging(run.lake, run.settings, path, run.spec.run_key)
+    run.record(run.audit.summary())
+    if run.audit.status == "ok":
+        run.gate = run.gate.with_verdict(Verdict("audit", bool(run.audit.gate_passed), run.audit.gate_reason))
     return run
 
 
@@ -295,15 +308,9 @@ def relabel(run: Run) -> Run:
     stage(run, rules)
     if run.staged is not first and run.lake.fs.exists(first.path):
         run.lake.fs.rm(first.path, recursive=True)
-    before = run.gate
-    run = check(run)
-    if before and run.gate is not before:
-        # The content check failed again, or anew (held rows emptied a subset): keep the
-        # audit's verdict beside it, once.
-        earlier = str(before.get("reason", ""))
-        reason = earlier if run.gate["reason"] in earlier else f"{run.gate['reason']}; {earlier}"
-        run.gate = {"passed": False, "reason": reason}
-    return run
+    # The content check again, on what is published; its verdict replaces the first staging's,
+    # beside the audit's (`Gate.with_verdict`).
+    return check(run)
 
 
 def _category_check_note(settings: Settings) -> str:
@@ -312,7 +319,7 @@ def _category_check_note(settings: Settings) -> str:
     return "evidence.generated_category_check is off"
 
 
-def audit_staging(lake: Lake, settings: Settings, staging: str, run_key: str) -> dict[str, Any]:
+def audit_staging(lake: Lake, settings: Settings, staging: str, run_key: str) -> AuditSummary:
     """The judge's audit of the release rows in the staging folder `staging`."""
     import pyarrow.parquet as pq
 
@@ -346,7 +353,7 @@ def audit_staging(lake: Lake, settings: Settings, staging: str, run_key: str) ->
                         image=_release_image(lake, path, row["sha256"], row["raw_sha256"], row["bbox"]),
                     )
                 )
-    return stages._summary(run_audit(lake, settings.judge, default_taxonomy(), items, run_key))
+    return run_audit(lake, settings.judge, default_taxonomy(), items, run_key)
 
 
 def _release_image(
@@ -383,8 +390,9 @@ def _release_image(
 
 
 def evaluate(run: Run) -> Run:
-    """Score the staged release once per configured model (the baseline first)."""
-    if run.staged is None or run.held:
+    """Score the release once per configured model (the baseline first)."""
+    path = run.release_path
+    if path is None or run.held:
         return run
     from lookbench_live.evaluation.evaluate import evaluation_records, run_evaluation
 
@@ -393,19 +401,19 @@ def evaluate(run: Run) -> Run:
     # With `evaluation.shards` on Dask/Ray, every model's images are embedded as tasks first (all
     # models at once); each model's parts are merged into its cache, then scored here as usual.
     embedding = (
-        shards.submit_embedding(run.spec, run.settings, run.staged.path, models)
+        shards.submit_embedding(run.spec, run.settings, path, models)
         if shards.embedding_shards(run.settings) > 1
         else {}
     )
     for model in models:
         try:
             if model in embedding:
-                run.stage_summary("evaluate").extend(shards.merge_embedding(run.spec, embedding[model]))
+                run.record(*shards.merge_embedding(run.spec, embedding[model]))
             result = run_evaluation(
                 run.lake,
                 run.spec.version,
                 model=model,
-                release_path=run.staged.path,
+                release_path=path,
                 batch_size=settings.batch_size,
                 chunk_size=settings.chunk_size,
                 device=settings.device,
@@ -417,9 +425,9 @@ def evaluate(run: Run) -> Run:
             # One model that cannot load or run (missing weights, no GPU) never aborts the release:
             # it is recorded in the lake, the manifest and the report.
             error = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
-            run.evaluation_failures.append({"model": model, "error": error})
+            run.evaluation_failures.append(EvaluationFailure(model=model, error=error))
             run.lake.append(
-                [Rejection(stage="evaluate", item=f"{run.spec.version}:{model}", reason="model_failed",
+                [Rejection(stage="evaluate", item=f"{run.spec.version}:{model}", reason=EvaluateReason.MODEL_FAILED.value,
                            detail=error, run_id=run.spec.run_key)]
             )  # fmt: skip
             continue
@@ -430,26 +438,42 @@ def evaluate(run: Run) -> Run:
 
 
 def report(run: Run) -> Run:
-    """The report, written into the staging folder so the manifest lists it."""
-    if run.staged is None:
+    """The report: written into the staging folder so the manifest lists it; for a committed
+    release (an evaluate-only run) beside it, in `reports/<version>/`, never into its files."""
+    path = run.release_path
+    if path is None:
         return run
     from lookbench_live.evaluation import report as report_mod
 
     previous = previous_published(run.lake, run.spec.version)
+    files = (
+        dict(run.staged.files)
+        if run.staged is not None
+        else read_manifest(run.lake, run.spec.version)["files"]
+    )
     context = {
-        "sites": run.sites,
-        "gate": run.gate,
+        "sites": [o.as_dict() for o in run.sites],
+        "gate": run.gate.as_json() if run.gate.verdicts else None,
         "previous_version": previous[0] if previous else None,
         "baseline_run": run.evaluation_runs[0] if run.evaluation_runs else None,
         "evaluation_failures": run.evaluation_failures,
-        "files": dict(run.staged.files),  # the checksums commit will list (the manifest is not written yet)
+        "files": files,  # the checksums commit will list (the manifest is not written yet)
     }
-    audit = run.audit or {"status": "skipped", "reason": "audit stage not selected"}
+    audit = (
+        stages._summary(run.audit)
+        if run.audit
+        else {"status": "skipped", "reason": "audit stage not selected"}
+    )
+    if run.staged is not None:
+        target = f"{run.staged.path}/report.html"
+    else:
+        target = run.lake.path("reports", run.spec.version, "report.html")
+        run.lake.fs.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
     run.report = report_mod.write_report(
         run.lake,
         run.spec.version,
-        f"{run.staged.path}/report.html",
-        release_path=run.staged.path,
+        target,
+        release_path=path,
         # The runs, not only their results: the report's per-category recall needs each query's hits.
         evaluations=run.evaluation_runs or run.evaluations,
         audit=audit,
@@ -476,11 +500,11 @@ def commit(run: Run) -> Run:
     extra: dict[str, Any] = {
         # Every drop the lake has recorded, by stage/reason: nothing is lost silently.
         "rejections_by_reason": rejection_counts(run.lake),
-        "sites": [_site_entry(o) for o in run.sites],
-        "gate": run.gate or {"passed": None, "reason": "no audit gate"},
+        "sites": [o.manifest_entry() for o in run.sites],
+        "gate": run.gate.as_json(),
     }
-    if run.audit:
-        extra["audit"] = run.audit
+    if run.audit is not None:
+        extra["audit"] = stages._summary(run.audit)
     if run.evaluations:
         extra["evaluation"] = [{"model": e["model"], "overall": e["overall"]} for e in run.evaluations]
     if run.evaluation_failures:
@@ -491,85 +515,130 @@ def commit(run: Run) -> Run:
     try:
         result = commit_release(run.lake, run.staged, extra)
     except ReleaseExists:
-        run.summary["release"] = _already_committed(run)
+        _already_committed(run)
         return run
     run.result = result
-    outcome = {
-        "version": result.version,
-        "path": result.path,
-        "rows": result.rows,
-        "dropped": result.dropped,
-        "published_latest": result.published_latest,
-        "latest_reason": result.latest_reason,
-        "report": f"{result.path}/report.html" if "report.html" in result.manifest["files"] else None,
-        "audit": result.manifest.get("audit"),
-        "evaluation": result.manifest.get("evaluation"),
-        "gate": result.manifest.get("gate"),
-        "sites": result.manifest.get("sites"),
-    }
-    ledger.mark_done(
-        run.lake, run.spec.run_key, "release", run.spec.version, detail=json.dumps(outcome, default=str)
+    manifest = result.manifest
+    run.release = ReleaseOutcome(
+        version=result.version,
+        path=result.path,
+        rows=result.rows,
+        dropped=result.dropped,
+        published_latest=result.published_latest,
+        latest_reason=result.latest_reason,
+        report=f"{result.path}/report.html" if "report.html" in manifest["files"] else None,
+        audit=manifest.get("audit"),
+        evaluation=manifest.get("evaluation"),
+        gate=manifest.get("gate"),
+        sites=manifest.get("sites"),
     )
-    run.summary["release"] = outcome
+    ledger.mark_done(run.lake, run.spec.run_key, "release", run.spec.version, detail=run.release.record())
+    return run
+
+
+def discard(run: Run) -> Run:
+    """A run that staged a release only to audit or evaluate it (no `release` stage) removes the
+    staging folder: nothing of it is committed."""
+    if run.staged is not None and run.lake.fs.exists(run.staged.path):
+        run.lake.fs.rm(run.staged.path, recursive=True)
+    run.staged = None
     return run
 
 
 def summarize(run: Run) -> Run:
-    if run.summary.get("release"):
-        get_run_logger().info("release %s: %s", run.spec.version, run.summary["release"].get("path"))
+    if run.release is not None:
+        get_run_logger().info("release %s: %s", run.spec.version, run.release.path)
     return run
 
 
-def _site_entry(outcome: dict[str, Any]) -> dict[str, Any]:
-    entry = {
-        "site": outcome.get("site"),
-        "status": outcome.get("status"),
-        "reason": outcome.get("reason", ""),
-    }
-    if outcome.get("flag"):  # answered but yielded far less than its earlier months (site_yield.py)
-        entry["flag"] = outcome["flag"]
-    return entry
-
-
-def _already_committed(run: Run) -> dict[str, Any]:
+def _already_committed(run: Run) -> None:
+    """The version is committed already: the one place this is decided. A resumable run (the
+    refresh, a backfill) died after its commit and before its marker, so the work is done and
+    marked now; `release build` (`resume=False`) refuses (`ReleaseExists`)."""
+    if not run.resume:
+        raise ReleaseExists(run.lake, run.spec.version)
     manifest = read_manifest(run.lake, run.spec.version)
-    outcome = {
-        "version": run.spec.version,
-        "path": run.lake.url("releases", run.spec.version),
-        "rows": manifest["rows"],
-        "published_latest": None,
-        "note": "already committed",
-        "gate": manifest.get("gate"),
-    }
-    ledger.mark_done(run.lake, run.spec.run_key, "release", run.spec.version, detail=json.dumps(outcome))
-    return outcome
+    run.release = ReleaseOutcome(
+        version=run.spec.version,
+        path=run.lake.url("releases", run.spec.version),
+        rows=manifest["rows"],
+        published_latest=None,
+        note="already committed",
+        gate=manifest.get("gate"),
+    )
+    run.staged = None
+    ledger.mark_done(run.lake, run.spec.run_key, "release", run.spec.version, detail=run.release.record())
+
+
+def review_committed(run: Run) -> Run:
+    """Audit or evaluate without building (no `release` stage): the version's committed release
+    is what is read, or, when the version is not committed yet, the window's release is staged
+    for them and discarded afterwards."""
+    if run.lake.fs.exists(f"{run.lake.path('releases', run.spec.version)}/{MANIFEST}"):
+        run.reviewed = release_dir(run.lake, run.spec.version)
+        return run
+    try:
+        run.staged = stage_release(run.lake, **stage_options(run.settings), version=run.spec.version,
+                                   window=run.spec.window, run_id=run.spec.run_key)  # fmt: skip
+    except ReleaseExists:  # committed meanwhile
+        run.reviewed = release_dir(run.lake, run.spec.version)
+    return run
 
 
 # ---------------------------------------------------------------------- the pipeline
-# (step name, function, stages of which any selects it)
-PIPELINE: tuple[tuple[str, Step, frozenset[str]], ...] = (
-    ("crawl", crawl, frozenset({"crawl"})),
-    ("ingest", ingest, frozenset({"ingest"})),
-    ("dedup", dedup_real, frozenset({"dedup"})),
-    ("annotate", annotate_real, frozenset({"annotate"})),
-    ("generate", generate, frozenset({"generate"})),
-    ("dedup", dedup_aigen, frozenset({"generate"})),
-    ("annotate", annotate_aigen, frozenset({"generate"})),
-    ("evidence", evidence, frozenset({"release"})),
-    ("stage", stage, frozenset({"release"})),
-    ("check", check, frozenset({"release"})),
-    ("audit", audit, frozenset({"audit"})),
-    ("labels", relabel, frozenset({"release"})),
-    ("evaluate", evaluate, frozenset({"evaluate"})),
-    ("report", report, frozenset({"evaluate"})),
-    ("commit", commit, frozenset({"release"})),
-    ("summary", summarize, frozenset(ALL_STAGES)),
-)
+# What a step needs from the run before it, and the steps that provide it.
+Need = Literal["release_folder", "staged"]
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineStep:
+    """One step instance of the pipeline: its name, its pass (`dedup` runs twice: `real`, then
+    `aigen`), the stages that select it, and what it needs and gives."""
+
+    name: str
+    fn: Step
+    selected_by: frozenset[str]
+    variant: str = ""
+    needs: frozenset[Need] = frozenset()
+    gives: frozenset[Need] = frozenset()
+    # Runs only as a provider of what a selected step needs (never selected itself).
+    provider_only: bool = False
+
+    @property
+    def label(self) -> str:
+        """The instance's name in the progress lines, the summary and `stage_counts`."""
+        return f"{self.name} {self.variant}" if self.variant else self.name
+
+
+RELEASE = frozenset({"release"})
+PIPELINE: tuple[PipelineStep, ...] = (
+    PipelineStep("crawl", crawl, frozenset({"crawl"})),
+    PipelineStep("ingest", ingest, frozenset({"ingest"})),
+    PipelineStep("dedup", dedup_real, frozenset({"dedup"}), "real"),
+    PipelineStep("annotate", annotate_real, frozenset({"annotate"}), "real"),
+    PipelineStep("generate", generate, frozenset({"generate"})),
+    PipelineStep("dedup", dedup_aigen, frozenset({"generate"}), "aigen"),
+    PipelineStep("annotate", annotate_aigen, frozenset({"generate"}), "aigen"),
+    PipelineStep("evidence", evidence, RELEASE),
+    PipelineStep("stage", stage, RELEASE, gives=frozenset({"release_folder", "staged"})),
+    PipelineStep("check", check, RELEASE, needs=frozenset({"staged"})),
+    # Without `release`: the committed release of the version, else the window's staged for review.
+    PipelineStep("review", review_committed, frozenset(), gives=frozenset({"release_folder"}), provider_only=True),
+    PipelineStep("audit", audit, frozenset({"audit"}), needs=frozenset({"release_folder"})),
+    PipelineStep("labels", relabel, RELEASE, needs=frozenset({"staged"})),
+    PipelineStep("evaluate", evaluate, frozenset({"evaluate"}), needs=frozenset({"release_folder"})),
+    PipelineStep("report", report, frozenset({"evaluate"}), needs=frozenset({"release_folder"})),
+    PipelineStep("commit", commit, RELEASE, needs=frozenset({"staged"})),
+    PipelineStep("discard", discard, frozenset(), provider_only=True),
+    PipelineStep("summary", summarize, frozenset(ALL_STAGES)),
+)  # fmt: skip
 
 
 # The steps that work on the run itself (the staged release) rather than submit stage tasks of their
 # own: each runs as one Prefect task named after it, so a server's timeline shows every step.
-RELEASE_STEPS = frozenset({"stage", "check", "audit", "labels", "evaluate", "report", "commit"})
+RELEASE_STEPS = frozenset(
+    {"stage", "check", "review", "audit", "labels", "evaluate", "report", "commit", "discard"}
+)
 
 
 @task(name="release-step", task_run_name="{name}", cache_policy=NO_CACHE)
@@ -581,57 +650,92 @@ def release_step(name: str, step: Step, run: Run) -> Run:
     return step(run)
 
 
-def _run_step(name: str, step: Step, run: Run) -> Run:
-    if name in RELEASE_STEPS:
+def _run_step(step: PipelineStep, run: Run, as_task: bool = True) -> Run:
+    run.label = step.label
+    if as_task and step.name in RELEASE_STEPS:
         # quote(): Prefect would otherwise walk the whole run state looking for futures.
-        return release_step(name, step, quote(run))
-    return step(run)
+        # Called in the flow's thread, the task returns the step's `Run` (its annotation allows a
+        # coroutine, for async tasks).
+        return cast(Run, release_step(step.name, step.fn, quote(run)))
+    return step.fn(run)
 
 
-def steps_for(selected: Sequence[str]) -> list[tuple[str, Step]]:
-    """The pipeline's steps that the selected stages ask for, in order."""
+def steps_for(selected: Sequence[str], pipeline: Sequence[PipelineStep] = PIPELINE) -> list[PipelineStep]:
+    """The pipeline's steps that the selected stages ask for, in order, with what they need.
+
+    A selected step's needs are met by the steps that give them: with `release` selected, `stage`
+    gives the release folder that audit, evaluate and report read; without it, `review` gives
+    the version's committed release (or stages the window's, which `discard` removes after).
+    """
     chosen = set(selected)
-    steps = [(name, fn) for name, fn, when in PIPELINE if when & chosen]
-    if "release" not in chosen:
-        # Audit, evaluation and report read the staged release: without it they have no input.
-        steps = [(n, f) for n, f in steps if n not in ("audit", "evaluate", "report")]
+    steps = [s for s in pipeline if s.selected_by & chosen]
+    needs = {need for s in steps for need in s.needs}
+    given = {gift for s in steps for gift in s.gives}
+    missing = needs - given
+    if "staged" in missing:
+        raise ValueError("a step needs a staged release but the `release` stage is not selected")
+    if "release_folder" in missing:
+        extra = {"review", "discard"}
+        steps = [s for s in pipeline if s in steps or s.name in extra]
     return steps
 
 
 def run_pipeline(
-    spec: RunSpec, settings: Settings, selected: Sequence[str], *, replace: bool
+    spec: RunSpec,
+    settings: Settings,
+    selected: Sequence[str],
+    *,
+    replace: bool,
+    pipeline: Sequence[PipelineStep] = PIPELINE,
 ) -> dict[str, Any]:
     """Run the selected steps in order; returns the summary the CLI prints and the artifact shows."""
-    run = Run(
-        spec=spec,
-        settings=settings,
-        lake=Lake(spec.home),
-        selected=tuple(selected),
-        replace=replace,
-        summary={"run_key": spec.run_key, "version": spec.version, "stages": {}},
-    )
-    steps = steps_for(selected)
-    with stage_progress([name for name, _ in steps]) as progress:
-        for name, step in steps:
-            interrupt.check(name)  # a safe point between steps
-            progress.start(name)
+    run = Run(spec=spec, settings=settings, lake=Lake(spec.home), selected=tuple(selected), replace=replace)
+    run = run_steps(run, steps_for(selected, pipeline))
+    return summary_of(run)
+
+
+def run_steps(
+    run: Run, steps: Sequence[PipelineStep], *, as_tasks: bool = True, stream: TextIO | None = None
+) -> Run:
+    """Each step in order, with its progress line and its counts (its own instance's, never summed
+    with another pass of the same stage); `run.results` holds the timings and counts by step
+    instance. `as_tasks=False` (outside a flow, `release build`): the release steps run as plain
+    calls, not Prefect task runs. `stream`: where the progress lines go (default stderr)."""
+    with stage_progress([s.label for s in steps], stream=stream) as progress:
+        for step in steps:
+            interrupt.check(step.name)  # a safe point between steps
+            progress.start(step.label)
             try:
-                run = _run_step(name, step, run)
+                run = _run_step(step, run, as_tasks)
             except CancelledRun:
-                interrupt.check(name)  # a task stopped on the signal: say so once, naming the step
+                interrupt.check(step.name)  # a task stopped on the signal: say so once, naming the step
                 raise
             # A task called in the flow's thread returns its Cancelled state rather than raising:
             # a step that saw the signal ends here, naming itself.
-            interrupt.check(name)
-            counts = stage_counts(run.summary["stages"].get(name))
+            interrupt.check(step.name)
+            counts = stage_counts([plain(r) for r in run.results.get(step.label)])
             elapsed = progress.done(counts)
             # The step's line on the run's page of a Prefect server (the console has its own).
             _run_logger().info(
-                "%s %s: %s (%.1f s)", progress.position, name, format_counts(counts) or "done", elapsed
+                "%s %s: %s (%.1f s)", progress.position, step.label, format_counts(counts) or "done", elapsed
             )
-    run.summary["timings"] = progress.timings
-    run.summary["stage_counts"] = progress.counts
-    return run.summary
+    run.results.timings = dict(progress.timings)
+    run.results.counts = dict(progress.counts)
+    return run
+
+
+def summary_of(run: Run) -> dict[str, Any]:
+    """The run's summary as plain data: what the CLI prints, the artifact shows and notify reads."""
+    summary: dict[str, Any] = {
+        "run_key": run.spec.run_key,
+        "version": run.spec.version,
+        "stages": run.results.as_json(),
+        "timings": run.results.timings,
+        "stage_counts": run.results.counts,
+    }
+    if run.release is not None:
+        summary["release"] = run.release.as_dict()
+    return summary
 
 
 def _make_spec(
@@ -644,16 +748,16 @@ def _make_spec(
     start: dt.datetime | None,
     end: dt.datetime | None,
     store_url: str | None,
-    clock: str | None = None,
+    clock: dt.datetime | None = None,
 ) -> RunSpec:
     return RunSpec(
         flow=flow_name,
         home=Lake(home or settings.lake.home).home,
         config_path=config_path,
-        as_of=as_of.isoformat(),
+        as_of=as_of,
         version=version,
-        window_start=start.isoformat() if start else None,
-        window_end=end.isoformat() if end else None,
+        window_start=start,
+        window_end=end,
         sample_store_url=store_url,
         clock=clock,
     )
@@ -698,7 +802,10 @@ def _work(
         # A lake written before the freshness rules records its sites' baselines first (their
         # first crawl, as its rows show it): nothing is re-dated or re-keyed (docs/release.md).
         upgrade_lake(lake)
-        with stages.serve_sample_store(settings, port, spec_args["as_of"]) as store_url:
+        # Only crawl and ingest reach the sites: a backfill of later stages serves no sample store
+        # (and needs no free port for it).
+        fetches = bool({"crawl", "ingest"} & set(selected))
+        with stages.serve_sample_store(settings, port, spec_args["as_of"], serve=fetches) as store_url:
             spec = _make_spec(flow_name, settings, store_url=store_url, **spec_args)
             summary = run_pipeline(spec, settings, selected, replace=replace)
     summary["markdown"] = markdown_summary(Lake(spec.home), summary)
@@ -783,7 +890,7 @@ def refresh_flow(
         "version": version,
         "start": start,
         "end": end,
-        "clock": clock,
+        "clock": parse_moment(clock),
     }
     return _execute("refresh", args, settings, ALL_STAGES, replace, sample_store_port)
 

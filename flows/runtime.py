@@ -11,10 +11,12 @@ from __future__ import annotations
 import datetime as dt
 import os
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lookbench_live.config import FlowSettings
-from lookbench_live.schema.moments import parse_moment
+
+if TYPE_CHECKING:
+    from lookbench_live.warehouse.assemble import Window
 
 OFFLINE_ENV = {
     # Prefect's embedded API otherwise tries to reach a telemetry host and logs errors.
@@ -40,29 +42,43 @@ def default_as_of(now: dt.datetime | None = None) -> dt.datetime:
 
 @dataclass(frozen=True, slots=True)
 class RunSpec:
-    """Everything a task needs to rebuild its context in another process (no secrets)."""
+    """Everything a task needs to rebuild its context in another process (no secrets).
+
+    Moments are timezone-aware datetimes (UTC when given naive), parsed once where the run is
+    made (`parse_moment`), never re-parsed from text by the steps."""
 
     flow: str
     home: str
     config_path: str | None
-    as_of: str  # ISO datetime, UTC
+    as_of: dt.datetime
     version: str
-    window_start: str | None
-    window_end: str | None
+    window_start: dt.datetime | None
+    window_end: dt.datetime | None
     sample_store_url: str | None = None
-    # The run's clock ("today", ISO datetime): None is the real one. Tests that run several
-    # months on configured sites inject it; a real site is crawled only as of its own today.
-    clock: str | None = None
+    # The run's clock ("today"): None is the real one. Tests that run several months on
+    # configured sites inject it; a real site is crawled only as of its own today.
+    clock: dt.datetime | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("as_of", "window_start", "window_end", "clock"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, dt.datetime):
+                raise TypeError(f"RunSpec.{name} is a datetime, not {type(value).__name__}: {value!r}")
+            if value is not None and value.tzinfo is None:
+                object.__setattr__(self, name, value.replace(tzinfo=dt.UTC))
 
     @property
     def run_key(self) -> str:
-        return f"{self.flow}:{self.version}:{self.window_start or ''}..{self.window_end or ''}"
+        start = self.window_start.isoformat() if self.window_start else ""
+        end = self.window_end.isoformat() if self.window_end else ""
+        return f"{self.flow}:{self.version}:{start}..{end}"
 
     @property
-    def as_of_dt(self) -> dt.datetime:
-        moment = parse_moment(self.as_of)
-        assert moment is not None
-        return moment
+    def window(self) -> Window:
+        """The run's window of first-seen times: the one place a run's `Window` is made."""
+        from lookbench_live.warehouse.assemble import Window  # pyarrow: not before Prefect starts
+
+        return Window(self.window_start, self.window_end)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -260,4 +276,4 @@ def start_local_api() -> None:
     try:
         instance.start()
     finally:
-        api.subprocess = subprocess  # type: ignore[assignment]
+        api.subprocess = subprocess

@@ -22,15 +22,15 @@ from prefect.cache_policies import NO_CACHE
 
 from lookbench_live.config import Settings
 from lookbench_live.flows import ledger
+from lookbench_live.flows.run_state import dump_record
 from lookbench_live.flows.runtime import (
     RunSpec,
-    parse_moment,
     runs_in_worker_processes,
     stoppable,
     submit_sharded,
     uses_gpu,
 )
-from lookbench_live.flows.stages import _context, _stamp, _summary, conditioning_products
+from lookbench_live.flows.stages import _context, _summary, conditioning_products
 from lookbench_live.warehouse.lake import Lake
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ def generate_shard(spec: RunSpec, ids: list[str], products: list[Any], label: st
         default_taxonomy(),
         spec.run_key,
         products=products,
-        now=spec.as_of_dt,
+        now=spec.as_of,
         cycle=spec.version,
         only_ids=ids,
     )
@@ -92,10 +92,9 @@ def plan_generation_shards(
     from lookbench_live.generation.synthesis import plan_generation
     from lookbench_live.schema.records import Generation
     from lookbench_live.schema.taxonomy import default_taxonomy
-    from lookbench_live.warehouse.assemble import Window
 
     lake = Lake(spec.home)
-    window = Window(parse_moment(spec.window_start), parse_moment(spec.window_end))
+    window = spec.window
     products = conditioning_products(lake, window)
     choice, requests = plan_generation(settings.generation, default_taxonomy(), products, spec.version)
     done = {key[0] for key in lake.keys(Generation.__table__)}
@@ -134,7 +133,7 @@ def generate_in_shards(spec: RunSpec, settings: Settings, count: int) -> list[di
     outcomes = [future.result() for future in futures]
     made = sum(o.get("generated", 0) for o in outcomes)
     total = {"planned": planned, "shards": len(shards), "generated": made}
-    ledger.mark_done(lake, spec.run_key, "generate", detail=_stamp(total))
+    ledger.mark_done(lake, spec.run_key, "generate", detail=dump_record("generate", total))
     return outcomes or [{"planned": planned, "skipped_existing": planned}]
 
 

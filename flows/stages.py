@@ -11,15 +11,18 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
-import json
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from prefect import task
 
 from lookbench_live.config import Settings, SiteSettings, load_settings
 from lookbench_live.flows import ledger
-from lookbench_live.flows.runtime import RunSpec, parse_moment, stoppable
+from lookbench_live.flows.run_state import dump_record, load_record
+from lookbench_live.flows.runtime import RunSpec, stoppable
+from lookbench_live.schema.moments import parse_moment
+from lookbench_live.schema.reasons import CrawlReason
 from lookbench_live.warehouse.freshness import record_baseline, recorded_baselines
 from lookbench_live.warehouse.lake import Lake
 
@@ -36,12 +39,6 @@ def _summary(result: Any) -> dict[str, Any]:
     return dict(result) if isinstance(result, dict) else {"result": str(result)}
 
 
-def _stamp(summary: dict[str, Any]) -> str:
-    import json
-
-    return json.dumps(summary, sort_keys=True, default=str)[:4000]
-
-
 class AsOfError(ValueError):
     """A run would date what real sites show today as if it had been seen in the past."""
 
@@ -51,10 +48,13 @@ class CrawlError(RuntimeError):
 
 
 @contextlib.contextmanager
-def serve_sample_store(settings: Settings, port: int, clock: dt.datetime) -> Iterator[str | None]:
+def serve_sample_store(
+    settings: Settings, port: int, clock: dt.datetime, *, serve: bool = True
+) -> Iterator[str | None]:
     """Serve the living sample store on loopback, showing the moment `clock` (the run's as-of),
-    when no site is configured (the embedded default); yields its URL, else None."""
-    if settings.crawl.sites:
+    when no site is configured (the embedded default) and `serve` (the run crawls or ingests);
+    yields its URL, else None."""
+    if settings.crawl.sites or not serve:
         yield None
         return
     from lookbench_live.scrapers.sample_store import SampleStore
@@ -108,29 +108,68 @@ def crawl_since(window_start: dt.datetime | str | None) -> dt.datetime | None:
     return None if start is None else start - CRAWL_OVERLAP
 
 
+@dataclass(frozen=True, slots=True)
+class SiteOutcome:
+    """One site's crawl in this run: what the summary, the manifest's `sites`, the report and the
+    notification read, and what a finished site's completion marker holds (`record`)."""
+
+    site: str
+    status: str  # "ok" | "failed" | "over_budget"
+    reason: str = ""
+    products: int = 0  # new or changed
+    looks: int = 0
+    since: str | None = None  # the crawl's cursor (ISO), None: a whole crawl
+    flag: str | None = None  # answered, but yielded far less than its earlier months (site_yield.py)
+    baseline: bool = False  # this whole crawl is the site's baseline (warehouse/freshness.py)
+    skipped: str | None = None  # "done earlier": finished by an earlier attempt of the run
+    crawl: dict[str, Any] = field(default_factory=dict)  # the crawler's own counts (CrawlResult)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The flat dict the summary and notifications have always shown."""
+        out: dict[str, Any] = {
+            "site": self.site,
+            "status": self.status,
+            "reason": self.reason,
+            "products": self.products,
+            "looks": self.looks,
+            "since": self.since,
+        }
+        out.update((k, v) for k, v in self.crawl.items() if k not in out)
+        if self.flag:
+            out["flag"] = self.flag
+        if self.baseline:
+            out["baseline"] = True
+        if self.skipped:
+            out["skipped"] = self.skipped
+        return out
+
+    def manifest_entry(self) -> dict[str, Any]:
+        """The manifest's `sites` entry: site, status, reason, and a yield flag when raised."""
+        entry: dict[str, Any] = {"site": self.site, "status": self.status, "reason": self.reason}
+        if self.flag:
+            entry["flag"] = self.flag
+        return entry
+
+    def record(self) -> str:
+        return dump_record("site", {f.name: getattr(self, f.name) for f in fields(self)})
+
+    @classmethod
+    def from_record(cls, detail: str) -> SiteOutcome:
+        return cls(**load_record("site", detail, frozenset(f.name for f in fields(cls))))
+
+
 @task(name="crawl-site", task_run_name="crawl-{site.name}")
 @stoppable
-def crawl_site(spec: RunSpec, site: SiteSettings) -> dict[str, Any]:
+def crawl_site(spec: RunSpec, site: SiteSettings) -> SiteOutcome:
     """One site's crawl of the run's window; never raises for the site's own failure.
 
-    Returns the site's outcome (see `crawl_all`). A failed or over-budget site is also
-    recorded as `Rejection(stage="crawl", item="site:<name>", reason="site_failed" |
-    "over_budget")`. A finished outcome is marked done; a rerun returns it unchanged."""
+    A failed or over-budget site is also recorded as `Rejection(stage="crawl",
+    item="site:<name>", reason="site_failed" | "over_budget")`. A finished outcome is marked
+    done with its record; a rerun returns it (`skipped`), read strictly (`SiteOutcome.from_record`)."""
     settings, lake = _context(spec)
     if ledger.is_done(lake, spec.run_key, "crawl", site.name):
-        stored = ledger.details(lake, spec.run_key).get(("crawl", site.name), "")
-        with contextlib.suppress(ValueError):
-            outcome = json.loads(stored)
-            if isinstance(outcome, dict) and "status" in outcome:
-                return {**outcome, "skipped": "done earlier"}
-        return {
-            "site": site.name,
-            "status": "ok",
-            "reason": "",
-            "products": 0,
-            "looks": 0,
-            "skipped": "done earlier",
-        }
+        stored = ledger.details(lake, spec.run_key)[("crawl", site.name)]
+        return dataclasses.replace(SiteOutcome.from_record(stored), skipped="done earlier")
     from lookbench_live.scrapers.crawl import CrawlError as SubprocessError
     from lookbench_live.scrapers.crawl import run_crawl
 
@@ -138,69 +177,58 @@ def crawl_site(spec: RunSpec, site: SiteSettings) -> dict[str, Any]:
     # its undated items are never released as new; later crawls look back from the window.
     first_crawl = site.name not in recorded_baselines(lake)
     since = None if first_crawl else crawl_since(spec.window_start)
+    cursor = since.isoformat() if since else None
     try:
-        result = run_crawl(site, settings.crawl, spec.home, spec.run_key, since=since, seen_at=spec.as_of_dt)
+        result = run_crawl(site, settings.crawl, spec.home, spec.run_key, since=since, seen_at=spec.as_of)
     except (SubprocessError, OSError) as exc:
         # Not marked done: a rerun of the run tries (and resumes) this site again.
         reason = str(exc).splitlines()[0][:300]
-        _record_site(lake, spec, site.name, "site_failed", reason)
-        return _outcome(site.name, "failed", reason, since=since)
-    outcome = _outcome(site.name, result.status, "", since=since, result=result)
+        _record_site(lake, spec, site.name, CrawlReason.SITE_FAILED, reason)
+        return SiteOutcome(site.name, "failed", reason, since=cursor)
+    outcome = SiteOutcome(
+        site.name,
+        result.status,
+        since=cursor,
+        products=result.products_new + result.products_changed,
+        looks=result.looks_new,
+        crawl=_summary(result),
+    )
+    reasons = ", ".join(f"{k}: {v}" for k, v in sorted(result.rejections_by_reason.items()))
     if result.status == "unreachable":
         # Not marked done: the host was not reached, so the rerun crawls this site again.
-        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(result.rejections_by_reason.items()))
-        outcome.update(
-            status="failed", reason=f"no page fetched ({reasons}); host unreachable, the rerun retries it"
-        )
-        _record_site(lake, spec, site.name, "site_failed", outcome["reason"])
-        return outcome
+        reason = f"no page fetched ({reasons}); host unreachable, the rerun retries it"
+        _record_site(lake, spec, site.name, CrawlReason.SITE_FAILED, reason)
+        return dataclasses.replace(outcome, status="failed", reason=reason)
     if result.pages == 0 and not (result.products_new or result.products_changed or result.looks_new):
-        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(result.rejections_by_reason.items()))
-        outcome.update(status="failed", reason=f"no page fetched ({reasons or 'no response'})")
-        _record_site(lake, spec, site.name, "site_failed", outcome["reason"])
-    elif result.status == "over_budget":
-        outcome["reason"] = (
-            f"budget reached (max_pages={site.max_pages}, max_duration={site.max_duration}, finish_reason={result.finish_reason}); {result.unreached} requests left for the next run"
+        outcome = dataclasses.replace(
+            outcome, status="failed", reason=f"no page fetched ({reasons or 'no response'})"
         )
-        _record_site(lake, spec, site.name, "over_budget", outcome["reason"])
-    if first_crawl and outcome["status"] == "ok":
+        _record_site(lake, spec, site.name, CrawlReason.SITE_FAILED, outcome.reason)
+    elif result.status == "over_budget":
+        outcome = dataclasses.replace(
+            outcome,
+            reason=f"budget reached (max_pages={site.max_pages}, max_duration={site.max_duration}, finish_reason={result.finish_reason}); {result.unreached} requests left for the next run",
+        )
+        _record_site(lake, spec, site.name, CrawlReason.OVER_BUDGET, outcome.reason)
+    if first_crawl and outcome.status == "ok":
         # Only a whole crawl is a baseline: after an over-budget one the rest of the catalogue
         # is still to come, so the next crawl is the baseline (and all it saw before is older).
-        record_baseline(lake, site.name, spec.as_of_dt, spec.run_key)
-        outcome["baseline"] = True
-    if outcome["status"] != "failed":
+        record_baseline(lake, site.name, spec.as_of, spec.run_key)
+        outcome = dataclasses.replace(outcome, baseline=True)
+    if outcome.status != "failed":
         from lookbench_live.flows.site_yield import previous_products, yield_flag
 
         flag = yield_flag(
-            previous_products(lake, site.name, spec.run_key), products=outcome["products"], pages=result.pages
+            previous_products(lake, site.name, spec.run_key), products=outcome.products, pages=result.pages
         )
         if flag:  # finished, so marked done; the flag goes into the outcome, the summary, the manifest
-            outcome["flag"] = flag
-            _record_site(lake, spec, site.name, "yield_drop", flag)
-    ledger.mark_done(lake, spec.run_key, "crawl", site.name, detail=_stamp(outcome))
+            outcome = dataclasses.replace(outcome, flag=flag)
+            _record_site(lake, spec, site.name, CrawlReason.YIELD_DROP, flag)
+    ledger.mark_done(lake, spec.run_key, "crawl", site.name, detail=outcome.record())
     return outcome
 
 
-def _outcome(
-    site: str, status: str, reason: str, *, since: dt.datetime | None, result: Any = None
-) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "site": site,
-        "status": status,
-        "reason": reason,
-        "products": 0,
-        "looks": 0,
-        "since": since.isoformat() if since else None,
-    }
-    if result is not None:
-        out.update(_summary(result))
-        out["products"] = result.products_new + result.products_changed
-        out["looks"] = result.looks_new
-        out["status"], out["reason"] = status, reason
-    return out
-
-
-def _record_site(lake: Lake, spec: RunSpec, site: str, reason: str, detail: str) -> None:
+def _record_site(lake: Lake, spec: RunSpec, site: str, reason: CrawlReason, detail: str) -> None:
     from lookbench_live.schema.records import Rejection
 
     lake.append(
@@ -208,7 +236,7 @@ def _record_site(lake: Lake, spec: RunSpec, site: str, reason: str, detail: str)
             Rejection(
                 stage="crawl",
                 item=f"site:{site}",
-                reason=reason,
+                reason=reason.value,
                 detail=detail[:1000],
                 source=site,
                 run_id=spec.run_key,
@@ -217,21 +245,18 @@ def _record_site(lake: Lake, spec: RunSpec, site: str, reason: str, detail: str)
     )
 
 
-def crawl_all(spec: RunSpec, settings: Settings) -> list[dict[str, Any]]:
-    """Crawl every site of the run side by side; one outcome dict per site, in site order:
-
-        {"site", "status": "ok" | "failed" | "over_budget", "reason", "products", "looks",
-         "since", "pages", "unreached", "products_new", "products_changed", "rejections_by_reason", …}
+def crawl_all(spec: RunSpec, settings: Settings) -> list[SiteOutcome]:
+    """Crawl every site of the run side by side; one `SiteOutcome` per site, in site order.
 
     A failing or over-budget site is recorded and the others go on. Raises `CrawlError`
     (one line) only when no site yielded anything, and `AsOfError` for real sites crawled as
     of a past day (`check_as_of`)."""
-    check_as_of(settings, spec.as_of_dt, parse_moment(spec.clock))
+    check_as_of(settings, spec.as_of, spec.clock)
     sites = sites_for(spec, settings)
     futures = [crawl_site.submit(spec, site) for site in sites]
     outcomes = [future.result() for future in futures]
-    if outcomes and all(o["status"] == "failed" for o in outcomes):
-        detail = "; ".join(f"{o['site']}: {o['reason']}" for o in outcomes)
+    if outcomes and all(o.status == "failed" for o in outcomes):
+        detail = "; ".join(f"{o.site}: {o.reason}" for o in outcomes)
         raise CrawlError(f"no site yielded anything: {detail}")
     return outcomes
 
@@ -342,22 +367,20 @@ def generate(spec: RunSpec) -> dict[str, Any]:
         return {"skipped": "done earlier"}
     from lookbench_live.generation import run_generation
     from lookbench_live.schema.taxonomy import default_taxonomy
-    from lookbench_live.warehouse.assemble import Window
 
     # This release's plan: its own seeds (the version), conditioned on this window's arrivals.
-    window = Window(parse_moment(spec.window_start), parse_moment(spec.window_end))
-    products = conditioning_products(lake, window)
+    products = conditioning_products(lake, spec.window)
     result = run_generation(
         lake,
         settings.generation,
         default_taxonomy(),
         spec.run_key,
         products=products,
-        now=spec.as_of_dt,
+        now=spec.as_of,
         cycle=spec.version,
     )
     summary = _summary(result)
-    ledger.mark_done(lake, spec.run_key, "generate", detail=_stamp(summary))
+    ledger.mark_done(lake, spec.run_key, "generate", detail=dump_record("generate", summary))
     return summary
 
 

@@ -41,7 +41,7 @@ def markdown_summary(lake: Lake, summary: dict[str, Any]) -> str:
     lines += stage_lines(summary)
     lines += ["## Lake", "", "| table | rows |", "|---|---|"]
     for table in ("products", "looks", "images", "generations", "dedup_decisions", "annotations", "audits"):
-        lines.append(f"| {table} | {lake.read(table, columns=['created_at']).num_rows} |")
+        lines.append(f"| {table} | {lake.dataset(table).count_rows()} |")
     lines += ["", "## Rejections by reason", "", "| stage/reason | count |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in rejection_counts(lake).items()] or ["| none | 0 |"]
     release = summary.get("release")

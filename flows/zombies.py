@@ -41,6 +41,8 @@ def zombie_automation(heartbeat_seconds: int = HEARTBEAT_SECONDS) -> Any:
         ),
         actions=[
             ChangeFlowRunState(
+                name=None,
+                force=False,
                 state=StateType.CRASHED,
                 message="lookbench-live: flow run marked as crashed after missing heartbeats.",
             )
@@ -53,7 +55,9 @@ def install_zombie_automation(heartbeat_seconds: int = HEARTBEAT_SECONDS) -> str
     from prefect.automations import Automation
 
     try:
-        Automation.read(name=AUTOMATION_NAME)
+        # `read` is sync-compatible: called outside an event loop it runs and returns the
+        # automation (its annotation says coroutine).
+        Automation.read(name=AUTOMATION_NAME)  # type: ignore[unused-coroutine]
         return "present"
     except ValueError:
         pass

@@ -28,6 +28,7 @@ from PIL import Image, UnidentifiedImageError
 
 from lookbench_live.config import IngestSettings
 from lookbench_live.schema.hashing import ImageHashes, hash_image, prepare
+from lookbench_live.schema.imagedata import decoder_ran_out
 
 # Magic numbers of formats we refuse to parse, to tell "an image we do not accept" from "not an image".
 _MAGIC: tuple[tuple[bytes, str], ...] = (
@@ -157,7 +158,7 @@ def validate_image(data: bytes, settings: IngestSettings) -> ValidImage:
         except Image.DecompressionBombError as exc:
             raise ImageRejected("decompression_bomb", str(exc)) from None
         except OSError as exc:
-            if "truncated" in str(exc):
+            if decoder_ran_out(data, allowed):
                 raise ImageRejected("truncated", str(exc)) from None
             raise ImageRejected("decode_error", f"{type(exc).__name__}: {exc}") from None
         except (ValueError, SyntaxError, EOFError) as exc:

@@ -154,6 +154,9 @@ SPLIT_NAMES = (*(f"{s}/{split}" for s in SUBSETS for split in SPLITS), f"{NOISE}
 FILES = tuple(f"{name}.parquet" for name in SPLIT_NAMES)
 MANIFEST = "manifest.json"
 LATEST = "LATEST"
+# Release rows per Parquet row group: part of the files' bytes, and the writer's (and the verifier's)
+# memory bound.
+ROW_GROUP_ROWS = 128
 # `releases/withdrawn/<version>.json`: the record of a withdrawn release (reason, time).
 WITHDRAWN = "withdrawn"
 # The other files a release folder holds beside its data files and `manifest.json`: the dataset

@@ -32,8 +32,10 @@ PUBLIC_API = (
     "lookbench_live.retry",
     "lookbench_live.network.limits",
     "lookbench_live.evaluation",
-    "lookbench_live.flows.progress",
-    "lookbench_live.flows.summary",
+    # The flows and the release path (issue 26 §1): the typed run, its steps, staging and commit.
+    "lookbench_live.flows",
+    "lookbench_live.warehouse.release",
+    "lookbench_live.warehouse.assemble",
     "lookbench_live.terminal",
 )
 

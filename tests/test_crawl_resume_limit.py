@@ -47,12 +47,12 @@ def test_a_site_unreachable_during_one_run_is_crawled_again_by_the_rerun(tmp_pat
     config = _config(tmp_path, shop.model_copy(update={"collections": []}))
     settings = load_settings(config)
     spec = RunSpec(
-        flow="refresh", home=str(tmp_path / "lake"), config_path=str(config), as_of=today.isoformat(),
-        version=f"v{today:%Y%m%d}", window_start=None, window_end=(today + dt.timedelta(days=1)).isoformat(),
+        flow="refresh", home=str(tmp_path / "lake"), config_path=str(config), as_of=today,
+        version=f"v{today:%Y%m%d}", window_start=None, window_end=today + dt.timedelta(days=1),
     )  # fmt: skip
 
     @flow(name="crawl-unreachable-then-back")
-    def crawl() -> list[dict]:
+    def crawl() -> list[stages.SiteOutcome]:
         return stages.crawl_all(spec, settings)
 
     with pytest.raises(stages.CrawlError, match="host unreachable, the rerun retries it"):
@@ -61,7 +61,7 @@ def test_a_site_unreachable_during_one_run_is_crawled_again_by_the_rerun(tmp_pat
     assert not ledger.is_done(lake, spec.run_key, "crawl", "sample-shopify")  # no completion marker
     with SampleStore(port=port, clock=today):
         (outcome,) = crawl()
-    assert outcome["status"] == "ok" and outcome["products"] > 0 and "skipped" not in outcome, outcome
+    assert outcome.status == "ok" and outcome.products > 0 and outcome.skipped is None, outcome
     assert ledger.is_done(lake, spec.run_key, "crawl", "sample-shopify")
     assert {r["source"] for r in lake.read("products").to_pylist()} == {"sample-shopify"}
 
@@ -152,12 +152,12 @@ def test_a_site_that_answers_but_yields_nothing_after_earlier_months_is_flagged(
         folder.mkdir()
         config = _config(folder, site)
         spec = RunSpec(
-            flow="refresh", home=str(tmp_path / "lake"), config_path=str(config), as_of=today.isoformat(),
-            version=version, window_start=None, window_end=(today + dt.timedelta(days=1)).isoformat(),
+            flow="refresh", home=str(tmp_path / "lake"), config_path=str(config), as_of=today,
+            version=version, window_start=None, window_end=today + dt.timedelta(days=1),
         )  # fmt: skip
 
         @flow(name="crawl-yield")
-        def crawl() -> list[dict]:
+        def crawl() -> list[stages.SiteOutcome]:
             return stages.crawl_all(spec, load_settings(config))
 
         (outcome,) = crawl()
@@ -166,7 +166,7 @@ def test_a_site_that_answers_but_yields_nothing_after_earlier_months_is_flagged(
     with SampleStore(clock=today) as store:
         schema = next(s for s in sample_sites(store.base_url) if s.name == "sample-schema")
         first = crawl_once(schema, "v20261101", tmp_path / "m1")
-    assert first["status"] == "ok" and first["products"] >= 5 and "flag" not in first, first
+    assert first.status == "ok" and first.products >= 5 and first.flag is None, first
     # The next month the same site answers every page with 200 but no product on it.
     pages = [f"/page/{n}" for n in range(12)]
     routes = {p: Route(body=b"<html><body><p>Nothing to see</p></body></html>") for p in pages}
@@ -176,8 +176,11 @@ def test_a_site_that_answers_but_yields_nothing_after_earlier_months_is_flagged(
         server.routes["/sitemap.xml"] = Route(body=sitemap.encode())
         moved = schema.model_copy(update={"base_url": server.base + "/"})
         second = crawl_once(moved, "v20261201", tmp_path / "m2")
-    assert second["status"] != "failed" and second["products"] == 0 and second["pages"] > 0, second
-    assert second["flag"].startswith(f"yield_drop: 0 products from {second['pages']} pages"), second
+    pages_fetched = second.crawl["pages"]
+    assert second.status != "failed" and second.products == 0 and pages_fetched > 0, second
+    assert second.flag and second.flag.startswith(f"yield_drop: 0 products from {pages_fetched} pages"), (
+        second
+    )
     lake = Lake(str(tmp_path / "lake"))
     flagged = [r for r in lake.read("rejections").to_pylist() if r["reason"] == "yield_drop"]
     assert [(r["item"], r["stage"]) for r in flagged] == [("site:sample-schema", "crawl")]

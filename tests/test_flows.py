@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -70,6 +71,10 @@ def test_main_job_builds_a_verified_release_with_report_and_evaluation(reference
     assert evidence["photo_type"]["scored"] >= manifest["files"]["real_studio_flat/query.parquet"]["rows"]
     out = (reference.parent / "stdout.txt").read_text()
     assert f"releases/{VERSION}" in out and "report.html" in out
+    # Each dedup and annotate pass has its own line and counts (issue 26 §1): never their sum.
+    for step in ("dedup real", "dedup aigen"):
+        assert re.search(rf"^\| {step} \| [\d.]+ \| radius 4, ", out, re.M), out
+    assert re.search(r"^\| annotate real \| .*\n(?:.*\n)*\| annotate aigen \| ", out, re.M), out
     # every query has 1–4 gallery rows of its item
     base = reference / "releases" / VERSION
     for subset in ("real_studio_flat", "aigen_studio", "real_streetlook", "aigen_streetlook"):
@@ -572,3 +577,25 @@ def test_the_monthly_deployment_schedule() -> None:
     custom = refresh_deployment(Settings(), None, cron="0 5 2 * *")
     assert custom.schedules[0].schedule.cron == "0 5 2 * *"
     assert custom.parameters["schedule"] == "0 5 2 * *"  # each run is versioned by its tick
+
+
+def test_backfill_of_audit_or_evaluate_alone_runs_those_steps(reference: Path, cli: str) -> None:
+    """`backfill --stages audit` and `--stages evaluate` run the audit, the evaluation and the report
+    (issue 26 §1), on the version's committed release, which they never change: the report goes to
+    `reports/<version>/`."""
+    base = reference / "releases" / VERSION
+    before = {p: p.read_bytes() for p in base.rglob("*") if p.is_file()}
+    span = read_manifest(Lake(reference), VERSION)["window"]
+    start, end = (dt.datetime.fromisoformat(span[k]).date().isoformat() for k in ("start", "end"))
+    window = ["--start", start, "--end", end, "--version", VERSION]
+    run = subprocess.run(
+        [cli, "backfill", "--home", str(reference), *window, "--stages", "audit", "--stages", "evaluate"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    for step in ("review", "audit", "evaluate", "report", "discard"):
+        assert re.search(rf"^\| {step} \| ", run.stdout, re.M), run.stdout
+    assert "baseline" in (reference / "reports" / VERSION / "report.html").read_text()
+    assert {p: p.read_bytes() for p in base.rglob("*") if p.is_file()} == before

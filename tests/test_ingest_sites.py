@@ -91,7 +91,7 @@ def test_an_allowed_sites_images_are_ingested_and_nothing_else_private(tmp_path,
             ]
         )
         spec = RunSpec(
-            flow="refresh", home=str(home), config_path=str(config), as_of=T0.isoformat(),
+            flow="refresh", home=str(home), config_path=str(config), as_of=T0,
             version="2026-05", window_start=None, window_end=None,
         )  # fmt: skip
         summary = stages.ingest_shard.fn(spec, pending_image_requests(lake), "0", False)

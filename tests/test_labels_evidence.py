@@ -133,7 +133,7 @@ def test_a_vlm_that_sees_another_category_is_recorded_audited_first_and_held_bac
         settings = _judge(server, max_items=len(published))
         audit = audit_staging(lake, settings, plain.path, "audit-1")
         judged = {sha for sha in coats if server.requests_for(sha)}
-    assert audit["sampled"] == len(published) and judged == {r["raw_sha256"] for r in published}
+    assert audit.sampled == len(published) and judged == {r["raw_sha256"] for r in published}
     held = stage_release(lake, version="v20261201", labels=_rules(lake, settings))
     assert not [r for r in _rows(lake, held) if r["raw_sha256"] in coats]
 

@@ -20,8 +20,8 @@ import pytest
 from test_flows import KILLER
 
 from lookbench_live.config import Settings
-from lookbench_live.flows.runtime import parse_moment
 from lookbench_live.schema.hashing import hash_bytes
+from lookbench_live.schema.moments import parse_moment
 from lookbench_live.schema.release import FILES, SUBSETS
 from lookbench_live.warehouse.lake import Lake
 from lookbench_live.warehouse.release import committed_versions, read_manifest, verify_release

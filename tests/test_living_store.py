@@ -264,10 +264,10 @@ def _spec(tmp_path: Path, config: Path, as_of: dt.datetime) -> RunSpec:
         flow="refresh",
         home=str(tmp_path / "lake"),
         config_path=str(config),
-        as_of=as_of.isoformat(),
+        as_of=as_of,
         version=f"v{as_of:%Y%m%d}",
         window_start=None,
-        window_end=(as_of + dt.timedelta(days=1)).isoformat(),
+        window_end=as_of + dt.timedelta(days=1),
     )
 
 
@@ -293,16 +293,16 @@ def test_a_failing_site_is_recorded_and_the_other_sites_products_arrive(tmp_path
         spec = _spec(tmp_path, config, today)
 
         @flow(name="crawl-all-test")
-        def crawl() -> list[dict]:
+        def crawl() -> list[stages.SiteOutcome]:
             return stages.crawl_all(spec, settings)
 
-        outcomes = {o["site"]: o for o in crawl()}
+        outcomes = {o.site: o for o in crawl()}
         (tmp_path / "alone").mkdir()
         alone = _config(tmp_path / "alone", [dead])
         only_dead = load_settings(alone)
 
         @flow(name="crawl-all-dead")
-        def crawl_dead() -> list[dict]:
+        def crawl_dead() -> list[stages.SiteOutcome]:
             return stages.crawl_all(_spec(tmp_path / "alone", alone, today), only_dead)
 
         with pytest.raises(
@@ -310,10 +310,8 @@ def test_a_failing_site_is_recorded_and_the_other_sites_products_arrive(tmp_path
             match=r"^no site yielded anything: dead-woo: no page fetched \(robots_unreachable",
         ):
             crawl_dead()
-    assert outcomes["sample-shopify"]["status"] == "ok" and outcomes["sample-shopify"]["products"] > 0
-    assert (
-        outcomes["dead-woo"]["status"] == "failed" and "robots_unreachable" in outcomes["dead-woo"]["reason"]
-    )
+    assert outcomes["sample-shopify"].status == "ok" and outcomes["sample-shopify"].products > 0
+    assert outcomes["dead-woo"].status == "failed" and "robots_unreachable" in outcomes["dead-woo"].reason
     lake = Lake(spec.home)
     assert {r["source"] for r in lake.read("products").to_pylist()} == {"sample-shopify"}
     recorded = [r for r in lake.read("rejections").to_pylist() if r["item"] == "site:dead-woo"]

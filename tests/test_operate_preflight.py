@@ -288,12 +288,13 @@ def test_a_failing_run_notifies_the_configured_webhook_and_prints_one_line(
 
 def test_a_site_flagged_for_its_yield_is_in_the_manifest_entry_and_the_notification() -> None:
     from lookbench_live.flows import notify
-    from lookbench_live.flows.refresh import _site_entry
+    from lookbench_live.flows.stages import SiteOutcome
 
     flag = "yield_drop: 0 products from 12 pages, after 40 in its last month"
-    outcome = {"site": "shop", "status": "ok", "reason": "", "products": 0, "flag": flag}
-    assert _site_entry(outcome) == {"site": "shop", "status": "ok", "reason": "", "flag": flag}
-    assert "flag" not in _site_entry({**outcome, "flag": None})
+    site = SiteOutcome("shop", "ok", flag=flag)
+    assert site.manifest_entry() == {"site": "shop", "status": "ok", "reason": "", "flag": flag}
+    assert "flag" not in SiteOutcome("shop", "ok").manifest_entry()
+    outcome = site.as_dict()
     summary = {
         "stages": {"crawl": [outcome, {"site": "mag", "status": "ok"}]},
         "release": {"published_latest": True},

@@ -290,7 +290,9 @@ KILLER = textwrap.dedent(
         if calls == kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
         return real(fs, path, data)
-    release_mod.atomic_write_bytes = dying
+    # The staging files (rows) and the manifest and LATEST (commit): every write of a build.
+    release_mod.rows.atomic_write_bytes = dying
+    release_mod.commit.atomic_write_bytes = dying
     lake = Lake({home!r})
     release_mod.build_release(
         lake, version="v20261201", taxonomy=PlainTaxonomy(), replace=True, extra_manifest={extra!r}
@@ -348,7 +350,7 @@ def test_a_full_disk_while_releasing_commits_nothing_and_the_rerun_finishes(
     # October's products were released in November; the December build takes the rest.
     lakefill.fill(lake, products=8, looks=1, start=lakefill.T0.replace(month=10), seed=1)
     build(lake, version="v20261101", window=Window(end=lakefill.T0))
-    real_write = release_module.atomic_write_bytes
+    real_write = release_module.commit.atomic_write_bytes
     armed = {"on": False}
 
     class FullDisk(io.FileIO):
@@ -366,16 +368,17 @@ def test_a_full_disk_while_releasing_commits_nothing_and_the_rerun_finishes(
         armed["on"] = path.endswith(full_at)
         real_write(fs, path, data)
 
-    real_put_rows = release_module._put_rows
+    real_put_rows = release_module.stage._put_rows
 
     def arming_put_rows(lake, staged, rel, rows, load_image) -> None:  # the streamed Parquet files
         armed["on"] = full_at == "parquet"
         real_put_rows(lake, staged, rel, rows, load_image)
 
     monkeypatch.setattr(lake_module, "open", open_on_full_disk, raising=False)
-    monkeypatch.setattr(release_module, "open", open_on_full_disk, raising=False)
-    monkeypatch.setattr(release_module, "atomic_write_bytes", arming_write)
-    monkeypatch.setattr(release_module, "_put_rows", arming_put_rows)
+    monkeypatch.setattr(release_module.rows, "open", open_on_full_disk, raising=False)
+    monkeypatch.setattr(release_module.rows, "atomic_write_bytes", arming_write)
+    monkeypatch.setattr(release_module.commit, "atomic_write_bytes", arming_write)
+    monkeypatch.setattr(release_module.stage, "_put_rows", arming_put_rows)
     with pytest.raises(ReleaseError, match=r"storage is full .*nothing was committed") as caught:
         build(lake, version="v20261201")
     assert caught.value.__cause__.errno == errno.ENOSPC  # type: ignore[union-attr]

@@ -95,7 +95,7 @@ def _run(lake: Lake, tmp_path: Path, settings: Settings) -> Run:
         flow="refresh",
         home=lake.home,
         config_path=str(config),
-        as_of=dt.datetime(2026, 12, 1, tzinfo=dt.UTC).isoformat(),
+        as_of=dt.datetime(2026, 12, 1, tzinfo=dt.UTC),
         version="v20261201",
         window_start=None,
         window_end=None,
@@ -187,3 +187,37 @@ def test_the_configured_device_and_trust_remote_code_reach_every_evaluation_mode
     assert seen["srpone/gr-lite"]["trust_remote_code"] is True
     assert [f["model"] for f in run.evaluation_failures] == ["srpone/gr-lite"]
     assert "no GPU in this test" in run.evaluation_failures[0]["error"]
+
+
+def test_release_build_refuses_what_the_refresh_refuses(tmp_path: Path) -> None:
+    """Issue 26 §2: `release build` runs the flow's stage → content check → audit → commit. A
+    release with an empty subset is not committed (`on_shortfall = "fail"`, the default), or is
+    committed but never published as latest (`"hold"`), exactly as the refresh treats it."""
+    from typer.testing import CliRunner
+
+    from lookbench_live.cli import app
+    from lookbench_live.flows.refresh import ReleaseHeldBack
+
+    home = tmp_path / "lake"
+    lakefill.fill(Lake(home))
+    build = ["release", "build", "--version", "v20261201", "--home", str(home), "--config"]
+    failing = tmp_path / "fail.toml"
+    failing.write_text("[release]\nquery_share = 0.0001\n")  # no product becomes a studio query
+    refused = CliRunner().invoke(app, [*build, str(failing)])
+    assert isinstance(refused.exception, ReleaseHeldBack), refused.output
+    assert "empty subset split(s): real_studio_flat/query" in str(refused.exception)
+    assert not (home / "releases" / "v20261201" / "manifest.json").exists()
+
+    holding = tmp_path / "hold.toml"
+    holding.write_text('[release]\nquery_share = 0.0001\non_shortfall = "hold"\n')
+    held = CliRunner().invoke(app, [*build, str(holding)])
+    assert held.exit_code == 0, held.output
+    assert (
+        "not published as latest: content check: empty subset split(s): real_studio_flat/query" in held.output
+    )
+    manifest = read_manifest(Lake(home), "v20261201")
+    assert (
+        manifest["gate"]["passed"] is False
+        and manifest["files"]["real_studio_flat/query.parquet"]["rows"] == 0
+    )
+    assert not (home / "releases" / "LATEST").exists()

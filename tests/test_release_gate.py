@@ -53,12 +53,12 @@ def test_the_flow_audits_the_staging_release_with_the_judge(tmp_path: Path) -> N
         staged = stage_release(lake, version="v20261201", taxonomy=PlainTaxonomy())
         audit = audit_staging(lake, settings, staged.path, "run-1")
         audits.append(audit)
-        gate = {"passed": audit["gate_passed"], "reason": audit["gate_reason"]}
-        result = commit_release(lake, staged, {"audit": audit, "gate": gate})
+        gate = {"passed": audit.gate_passed, "reason": audit.gate_reason}
+        result = commit_release(lake, staged, {"audit": audit.summary(), "gate": gate})
         sent = server.total
     (audit,) = audits
-    assert audit["status"] == "ok" and audit["sampled"] == sent > 0
-    assert audit["overall"]["low"] is not None and audit["gate_passed"] is True
+    assert audit.status == "ok" and audit.sampled == sent > 0
+    assert audit.overall.low is not None and audit.gate_passed is True
     assert result.published_latest and resolve_version(lake, "latest") == "v20261201"
     rows = list(lake.records("audits"))
     assert len(rows) == sent and {r.judge_model for r in rows} == {"judge"}

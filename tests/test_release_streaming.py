@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from lookbench_live.schema import verify
 from lookbench_live.warehouse import release
 from lookbench_live.warehouse.assemble import materialize, ordered_rows
 
@@ -53,7 +54,7 @@ def _row(i: int, *, crop: bytes | None = None) -> dict:
 
 
 def test_rows_are_written_in_row_groups_with_the_lakes_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(release, "ROW_GROUP_ROWS", 16)
+    monkeypatch.setattr(release.rows, "ROW_GROUP_ROWS", 16)
     crop = b"\xff\xd8crop-bytes"
     rows = ordered_rows([_row(i, crop=crop if i == 7 else None) for i in range(ROWS)])
     sink = io.BytesIO()
@@ -71,7 +72,7 @@ def test_rows_are_written_in_row_groups_with_the_lakes_bytes(monkeypatch: pytest
 
 
 def test_writer_holds_one_row_group_of_images_not_the_release(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(release, "ROW_GROUP_ROWS", 16)
+    monkeypatch.setattr(release.rows, "ROW_GROUP_ROWS", 16)
     rows = ordered_rows([_row(i) for i in range(ROWS)])  # 40 MB of images in all
     tracemalloc.start()
     try:
@@ -97,7 +98,7 @@ def test_a_whole_image_row_is_loaded_once_for_image_and_raw_image() -> None:
 def test_staged_file_checksum_is_computed_in_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from lookbench_live.warehouse.lake import Lake
 
-    monkeypatch.setattr(release, "HASH_CHUNK", 1000)
+    monkeypatch.setattr(verify, "HASH_CHUNK", 1000)
     lake = Lake(tmp_path)
     data = bytes(range(256)) * 50
     path = lake.path("blob")

@@ -257,7 +257,7 @@ def test_a_release_folder_without_manifest_is_not_a_release_on_s3(
         if step == "before_manifest":
             raise KeyboardInterrupt("killed before the manifest")
 
-    monkeypatch.setattr(release_mod, "_fault_point", die)
+    monkeypatch.setattr(release_mod.commit, "_fault_point", die)
     with pytest.raises(KeyboardInterrupt):
         _build(s3_lake, version=version)
     monkeypatch.undo()
@@ -484,7 +484,7 @@ KILLED_REPLACE = textwrap.dedent(
         if step == sys.argv[3]:  # e.g. before_manifest: every new file written, the manifest not swapped
             os.kill(os.getpid(), signal.SIGKILL)
 
-    release._fault_point = die
+    release.commit._fault_point = die
     release.build_release(Lake(sys.argv[1]), version=sys.argv[2], taxonomy=PlainTaxonomy(), replace=True)
     """
 )
@@ -567,7 +567,7 @@ def test_two_concurrent_commits_of_one_version_exactly_one_wins_on_s3(
     # Both have checked "not committed yet" and written every file before either puts its manifest.
     barrier = threading.Barrier(2, timeout=120)
     monkeypatch.setattr(
-        release_mod, "_fault_point", lambda step: barrier.wait() if step == "before_manifest" else None
+        release_mod.commit, "_fault_point", lambda step: barrier.wait() if step == "before_manifest" else None
     )
     outcomes: list[object] = []
 
@@ -600,7 +600,7 @@ def test_publishing_a_release_file_streams_it_in_parts_and_is_conditional_on_s3(
     where no object is (If-None-Match on the multipart completion)."""
     lake = Lake(f"s3://{bucket}/lake")
     raw = _raw_fs()
-    monkeypatch.setattr(release_mod, "PUBLISH_CHUNK", 5 << 20)  # S3's smallest multipart part
+    monkeypatch.setattr(release_mod.commit, "PUBLISH_CHUNK", 5 << 20)  # S3's smallest multipart part
     source, target = f"{bucket}/lake/staging/noise.parquet", f"{bucket}/lake/releases/v1/noise.parquet"
     raw.pipe_file(source, os.urandom(30 << 20))
     # Never the whole file at once: no whole-object read, no read or write above one part.
@@ -626,15 +626,17 @@ def test_publishing_a_release_file_streams_it_in_parts_and_is_conditional_on_s3(
 
     monkeypatch.setattr(lake.fs, "open", open_)
     monkeypatch.setattr(lake.fs, "cat_file", whole)
-    assert release_mod._publish_file(lake, source, target, exclusive=True)
+    assert release_mod.commit._publish_file(lake, source, target, exclusive=True)
     monkeypatch.undo()
-    monkeypatch.setattr(release_mod, "PUBLISH_CHUNK", 5 << 20)
+    monkeypatch.setattr(release_mod.commit, "PUBLISH_CHUNK", 5 << 20)
     assert 0 < largest[0] <= 5 << 20
     assert raw.cat_file(target) == raw.cat_file(source)
     assert "-" in raw.info(target)["ETag"]  # a multipart upload's ETag: "<md5>-<parts>"
     # The key exists: the conditional completion refuses, and the object is unchanged.
     raw.pipe_file(f"{bucket}/lake/staging/other.parquet", os.urandom(11 << 20))
-    assert not release_mod._publish_file(lake, f"{bucket}/lake/staging/other.parquet", target, exclusive=True)
+    assert not release_mod.commit._publish_file(
+        lake, f"{bucket}/lake/staging/other.parquet", target, exclusive=True
+    )
     assert raw.cat_file(target) == raw.cat_file(source)
 
     # A copy that fails halfway publishes nothing, not even a part.
@@ -658,7 +660,7 @@ def test_publishing_a_release_file_streams_it_in_parts_and_is_conditional_on_s3(
     )
     torn = f"{bucket}/lake/releases/v1/torn.parquet"
     with pytest.raises(OSError, match="went away"):
-        release_mod._publish_file(lake, source, torn, exclusive=True)
+        release_mod.commit._publish_file(lake, source, torn, exclusive=True)
     monkeypatch.undo()
     import gc
 

@@ -45,6 +45,7 @@ import io
 import json
 from collections import defaultdict
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -282,7 +283,7 @@ class Assembler:
             "label_disputes": sorted(g for g, v in ann.prior_agreement.items() if v == "disagree"),
         }
 
-    def _published_category(self, category: str) -> str:
+    def _published_category(self, category: str | None) -> str | None:
         """The published benchmark's name (`sneakers` -> `shoe`); ours stays in `attributes`' source."""
         publish = getattr(self.taxonomy, "published_category", None)
         if publish is None:
@@ -408,7 +409,7 @@ class Assembler:
             return None
         return box
 
-    def product_gallery(self, key: str, *, skip: set[str] = frozenset()) -> list[dict[str, Any]]:
+    def product_gallery(self, key: str, *, skip: AbstractSet[str] = frozenset()) -> list[dict[str, Any]]:
         decision = self.fresh("product", key) if key in self.view.products else None
         if decision is None:
             return []  # not new in this window: its photos are no gallery (why_no_gallery says)

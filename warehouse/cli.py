@@ -45,52 +45,8 @@ def parse_window(text: str | None) -> tuple[dt.datetime | None, dt.datetime | No
     return parse(start_text), parse(end_text)
 
 
-@release_app.command("build")
-def build(
-    version: Annotated[str | None, typer.Option(help="vYYYYMMDD (default: today, UTC).")] = None,
-    window: Annotated[
-        str | None,
-        typer.Option(
-            help="START..END on first_seen_at, start inclusive (default: from the previous published "
-            "release's end, or 30 days back, to the version's day)."
-        ),
-    ] = None,
-    replace: Annotated[
-        bool, typer.Option(help="Rebuild a held-back version (a published one never changes).")
-    ] = False,
-    home: HomeOption = None,
-    config: ConfigOption = None,
-) -> None:
-    """Assemble a release from the lake's kept, annotated items, verify it and commit it atomically."""
-    from lookbench_live.config import load_settings
-    from lookbench_live.warehouse.assemble import Window
-    from lookbench_live.warehouse.lake import Lake
-    from lookbench_live.warehouse.release import (
-        build_release,
-        check_version,
-        default_release_window,
-        version_for,
-    )
-
-    settings = load_settings(config)
-    lake = Lake(home or settings.lake.home)
-    version = check_version(version or version_for(dt.datetime.now(dt.UTC).date()))
-    with lake.writer_lock("release build"):
-        result = build_release(
-            lake,
-            version=version,
-            window=Window(*parse_window(window)) if window else default_release_window(lake, version),
-            replace=replace,
-            query_share=settings.release.query_share,
-            max_gallery=settings.release.max_gallery_per_item,
-            seed=settings.release.seed,
-            radius=settings.dedup.radius,
-            contact=settings.contact,
-        )
-    total = sum(result.rows.values())
-    typer.echo(f"release {result.version}: {total} rows at {result.path}")
-    for rel, rows in result.rows.items():
-        typer.echo(f"  {rel:36} {rows:>7}")
+# `release build` is registered by `flows/release_build.py`: it runs the flow's release steps
+# (stage, content check, audit, labels, commit), which the warehouse cannot import.
 
 
 @release_app.command("correct")
@@ -107,20 +63,12 @@ def correct(
     from lookbench_live.config import load_settings
     from lookbench_live.warehouse.lake import Lake
     from lookbench_live.warehouse.release import correct_release
+    from lookbench_live.warehouse.release.stage import stage_options
 
     settings = load_settings(config)
     lake = Lake(home or settings.lake.home)
     with lake.writer_lock("release correct"):
-        result = correct_release(
-            lake,
-            version,
-            reason,
-            query_share=settings.release.query_share,
-            max_gallery=settings.release.max_gallery_per_item,
-            seed=settings.release.seed,
-            radius=settings.dedup.radius,
-            contact=settings.contact,
-        )
+        result = correct_release(lake, version, reason, **stage_options(settings))
     typer.echo(f"release {result.version}: supersedes {result.manifest.get('supersedes')} at {result.path}")
 
 

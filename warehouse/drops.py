@@ -4,6 +4,9 @@
 A drop is an `images` row rejected at ingestion, a `rejections` row (every stage), a dedup
 decision `dropped`, a failed annotation, or a failed generation. Annotation and generation
 record a reason code before the first `:` of their `error`.
+
+Counted as DuckDB aggregates over the lake's fragments, so the count never holds the whole
+history in memory (issue 28).
 """
 
 from __future__ import annotations
@@ -12,26 +15,44 @@ from collections import Counter
 
 from lookbench_live.warehouse.lake import Lake
 
-
-def _code(error: str | None) -> str:
-    return (error or "failed").split(":")[0]
+# (table, the SQL over it as `t` giving (stage, reason, count)); a blank reason counts as the
+# stage's generic one, as a missing one does.
+QUERIES = (
+    (
+        "images",
+        "SELECT 'ingest', coalesce(nullif(rejection_reason, ''), 'rejected'), count(*) FROM t "
+        "WHERE status = 'rejected' GROUP BY 2",
+    ),
+    ("rejections", "SELECT stage, reason, count(*) FROM t GROUP BY 1, 2"),
+    (
+        "dedup_decisions",
+        "SELECT 'dedup', coalesce(nullif(reason, ''), 'dropped'), count(*) FROM t "
+        "WHERE decision = 'dropped' GROUP BY 2",
+    ),
+    (
+        "annotations",
+        "SELECT 'annotate', split_part(coalesce(nullif(error, ''), 'failed'), ':', 1), count(*) "
+        "FROM t WHERE status = 'failed' GROUP BY 2",
+    ),
+    (
+        "generations",
+        "SELECT 'generate', split_part(coalesce(nullif(error, ''), 'failed'), ':', 1), count(*) "
+        "FROM t WHERE status = 'failed' GROUP BY 2",
+    ),
+)
 
 
 def drops_by_reason(lake: Lake) -> dict[tuple[str, str], int]:
     """Every recorded drop in the lake as {(stage, reason): count}, sorted by stage then reason."""
+    import duckdb
+
     counts: Counter[tuple[str, str]] = Counter()
-    for row in lake.read("images", columns=["status", "rejection_reason"]).to_pylist():
-        if row["status"] == "rejected":
-            counts["ingest", row["rejection_reason"] or "rejected"] += 1
-    for row in lake.read("rejections", columns=["stage", "reason"]).to_pylist():
-        counts[row["stage"], row["reason"]] += 1
-    for row in lake.read("dedup_decisions", columns=["decision", "reason"]).to_pylist():
-        if row["decision"] == "dropped":
-            counts["dedup", row["reason"] or "dropped"] += 1
-    for row in lake.read("annotations", columns=["status", "error"]).to_pylist():
-        if row["status"] == "failed":
-            counts["annotate", _code(row["error"])] += 1
-    for row in lake.read("generations", columns=["status", "error"]).to_pylist():
-        if row["status"] == "failed":
-            counts["generate", _code(row["error"])] += 1
+    for table, sql in QUERIES:
+        con = duckdb.connect(":memory:")
+        try:
+            con.register("t", lake.dataset(table))
+            for stage, reason, n in con.execute(sql).fetchall():
+                counts[str(stage), str(reason)] += int(n)
+        finally:
+            con.close()
     return dict(sorted(counts.items()))

@@ -646,5 +646,25 @@ def _describe_holder(text: str) -> str:
 
 
 def _precondition_failed(exc: BaseException) -> bool:
-    text = repr(exc)
-    return isinstance(exc, FileExistsError) or "PreconditionFailed" in text or "412" in text
+    """Whether a conditional write (If-None-Match: *) lost because the key exists.
+
+    s3fs raises `FileExistsError` when S3's error names the If-None-Match condition; otherwise
+    (a multipart completion, a store that leaves out `Condition`) an `OSError` whose cause is
+    botocore's `ClientError`, whose response carries the code and the HTTP status (412)."""
+    if isinstance(exc, FileExistsError):
+        return True
+    for error in (exc, exc.__cause__):
+        response = getattr(error, "response", None) if _is_client_error(error) else None
+        if isinstance(response, dict):
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if response.get("Error", {}).get("Code") == "PreconditionFailed" or status == 412:
+                return True
+    return False
+
+
+def _is_client_error(error: BaseException | None) -> bool:
+    try:  # botocore comes with s3fs (the `s3` extra): without it no S3 error can occur
+        from botocore.exceptions import ClientError
+    except ImportError:
+        return False
+    return isinstance(error, ClientError)

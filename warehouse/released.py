@@ -21,11 +21,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lookbench_live.schema.committed import (
+    committed_versions,
+    gate_passed,
+    gate_status,
+    manifest_files,
+    read_manifest,
+    release_dir,
+)
 from lookbench_live.schema.hashing import HASH_METHOD, hash_bytes
-from lookbench_live.schema.release import MANIFEST
+from lookbench_live.schema.release import MANIFEST, version_key
 from lookbench_live.warehouse.lake import Lake, atomic_write_bytes, parquet_bytes
 
 log = logging.getLogger(__name__)
+
+__all__ = ["ReleasedIndex", "counted_index", "gate_passed", "gate_status", "released_index", "write_index"]
 
 INDEX_SCHEMA = pa.schema(
     [
@@ -36,19 +46,6 @@ INDEX_SCHEMA = pa.schema(
         ("method", pa.string()),
     ]
 )
-
-
-def gate_passed(manifest: dict[str, Any]) -> bool:
-    """True when the release had no audit gate or its gate passed."""
-    gate = manifest.get("gate")
-    return not (isinstance(gate, dict) and gate.get("passed") is False)
-
-
-def gate_status(manifest: dict[str, Any]) -> str:
-    gate = manifest.get("gate")
-    if not isinstance(gate, dict) or gate.get("passed") is None:
-        return "none"
-    return "passed" if gate["passed"] else "failed"
 
 
 @dataclass(slots=True)
@@ -187,3 +184,21 @@ def released_index(lake: Lake, versions: Iterable[tuple[str, str, dict[str, Any]
             if phash and method == HASH_METHOD and sha not in index.hashes:
                 index.hashes[sha] = (phash, mirror, dhash or "")
     return index
+
+
+def counted_index(lake: Lake, *, before: str | None = None) -> ReleasedIndex:
+    """Published images of committed releases older than `before` whose gate passed or had none."""
+    versions = [v for v in committed_versions(lake) if before is None or version_key(v) < version_key(before)]
+    manifests = {v: read_manifest(lake, v) for v in versions}  # a damaged release stops it, named
+    for v, manifest in manifests.items():
+        manifest_files(lake, v, manifest)
+    return released_index(lake, ((v, release_dir(lake, v), manifests[v]) for v in versions))
+
+
+def released_sha256s(lake: Lake, *, before: str | None = None) -> dict[str, str]:
+    """sha256 of every image (rows' `image` and their `raw_image`) in counted releases -> version.
+
+    `before` limits to versions strictly older than it; the earliest version wins. A release
+    whose audit gate failed does not count: its images stay eligible.
+    """
+    return dict(counted_index(lake, before=before).sha_version)

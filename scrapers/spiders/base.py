@@ -16,8 +16,21 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import scrapy
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadCancelledError,
+    DownloadConnectionRefusedError,
+    DownloadFailedError,
+    DownloadTimeoutError,
+    IgnoreRequest,
+    ResponseDataLossError,
+)
 from scrapy.http import Response
 from scrapy.utils.request import request_from_dict
+from twisted.internet.defer import CancelledError
+from twisted.internet.error import ConnectionRefusedError as TxConnectionRefusedError
+from twisted.internet.error import DNSLookupError, TCPTimedOutError
+from twisted.internet.error import TimeoutError as TxTimeoutError
 from twisted.python.failure import Failure
 
 from lookbench_live.config import SiteSettings
@@ -321,6 +334,22 @@ def _text(value: Any) -> str:
     return value.decode("latin-1") if isinstance(value, bytes) else str(value)
 
 
+# A failed download's reason by the exception's type: Scrapy's own (2.13+) and the Twisted and
+# builtin errors older handlers and middlewares raise. Checked in order; anything else is named
+# after its class (`SomeError` -> `some_error`).
+FAILURE_REASONS: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
+    ((DownloadTimeoutError, TxTimeoutError, TCPTimedOutError, TimeoutError), "timeout"),
+    ((CannotResolveHostError, DNSLookupError), "dns_error"),
+    (
+        (DownloadConnectionRefusedError, TxConnectionRefusedError, ConnectionRefusedError),
+        "connection_refused",
+    ),
+    ((ResponseDataLossError,), "data_loss"),
+    ((DownloadFailedError,), "download_failed"),
+    ((IgnoreRequest,), "ignored"),
+)
+
+
 def failure_reason(failure: Failure) -> tuple[str, str]:
     """A machine-readable reason for a failed request, and a short detail."""
     exc = failure.value
@@ -332,25 +361,17 @@ def failure_reason(failure: Failure) -> tuple[str, str]:
             f"http_{response.status}",
             f"HTTP {response.status} after retries" if response.status >= 500 else "",
         )
-    name = type(exc).__name__
-    table = {
-        "DownloadTimeoutError": "timeout",
-        "TimeoutError": "timeout",
-        "TCPTimedOutError": "timeout",
-        "CannotResolveHostError": "dns_error",
-        "DNSLookupError": "dns_error",
-        "DownloadConnectionRefusedError": "connection_refused",
-        "ConnectionRefusedError": "connection_refused",
-        "ResponseDataLossError": "data_loss",
-        "DownloadCancelledError": "max_size" if "size" in str(exc).lower() else "cancelled",
-        "DownloadFailedError": "download_failed",
-        "IgnoreRequest": "ignored",
-    }
-    reason = table.get(name)
-    if name in ("DownloadCancelledError", "CancelledError") and not str(exc):
-        # Scrapy cancels a streamed body past DOWNLOAD_MAXSIZE without a message (http11
-        # `_ResponseReader.dataReceived`); a declared Content-Length over it has a message (above).
-        return "max_size", "the body grew past DOWNLOAD_MAXSIZE while streaming"
+    if isinstance(exc, (DownloadCancelledError, CancelledError)):
+        if not str(exc):
+            # Scrapy cancels a streamed body past DOWNLOAD_MAXSIZE without a message (http11
+            # `_ResponseReader.dataReceived`): a cancelled Deferred, wrapped or not.
+            return "max_size", "the body grew past DOWNLOAD_MAXSIZE while streaming"
+        # Raised by the download handler itself (no cause): a declared Content-Length over
+        # DOWNLOAD_MAXSIZE; wrapped around a cancelled Deferred: cancelled by someone else.
+        declared = isinstance(exc, DownloadCancelledError) and exc.__cause__ is None
+        return ("max_size" if declared else "cancelled"), str(exc)[:300]
+    reason = next((code for kinds, code in FAILURE_REASONS if isinstance(exc, kinds)), None)
     if reason is None:
+        name = type(exc).__name__
         reason = "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
     return reason, str(exc)[:300]
