@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.dataset as pads
 import pytest
 import typer
 from PIL import Image
@@ -52,7 +53,8 @@ from lookbench_live.warehouse.cli import parse_window
 
 
 class TablesLake:
-    """What the drop count reads of a lake: `read(table, columns)`."""
+    """What the drop count reads of a lake: `dataset(table)` (its DuckDB aggregates) and
+    `read(table, columns)`."""
 
     def __init__(self, tables: dict[str, dict[str, list[Any]]]):
         self.tables = tables
@@ -60,6 +62,9 @@ class TablesLake:
     def read(self, name: str, columns: list[str] | None = None) -> pa.Table:
         table = pa.table(self.tables[name])
         return table.select(columns) if columns else table
+
+    def dataset(self, name: str) -> pads.Dataset:
+        return pads.dataset(pa.table(self.tables[name]))
 
 
 DROPS_LAKE = {
