@@ -211,7 +211,8 @@ def _products(lake: Lake, keys: set[str], refs: set[str]) -> dict[str, Product]:
         return {}
     # Every row of those products: the newest decides its content (and its URL).
     rows = lake.read("products", where=key.isin(_sql_text(wanted)))
-    return views.latest_of(Product.from_row(r) for r in rows.to_pylist())
+    records = (Product.from_row(r) for r in rows.to_pylist())
+    return views.latest_of(p for p in records if isinstance(p, Product))
 
 
 def _looks(lake: Lake, keys: set[str]) -> dict[str, Look]:
