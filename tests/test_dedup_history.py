@@ -34,7 +34,7 @@ def _month(rng: random.Random, month: int, earlier: list[dict], n: int = 150) ->
     it), with flipped bits in the leading 16 bits so the copy's hash prefix differs."""
     seen = T0 + dt.timedelta(days=31 * month)
     images = []
-    for k in range(n):
+    for _ in range(n):
         images.append(
             {"phash": rng.getrandbits(64), "mirror": rng.getrandbits(64), "dhash": rng.getrandbits(64)}
         )

@@ -13,7 +13,7 @@ from lookbench_live.annotation.run import run_annotation
 from lookbench_live.config import AnnotationSettings, DedupSettings
 from lookbench_live.dedup import run_dedup
 from lookbench_live.schema.hashing import HASH_METHOD
-from lookbench_live.schema.records import ImageRecord, Product, Rejection, product_key
+from lookbench_live.schema.records import ImageRecord, Product, product_key
 from lookbench_live.schema.taxonomy import default_taxonomy
 from lookbench_live.warehouse.lake import Lake
 
