@@ -504,14 +504,21 @@ class Lake:
             listed = {os.path.basename(p) for p in self.fs.ls(self.key_index_dir(table), detail=False)}
         except FileNotFoundError:
             listed = set()
+        stored = {
+            path: self._segment_path(table, path)
+            for path in files
+            if path not in self._key_segments and f"{os.path.basename(path)}.keys" in listed
+        }
+        # One request for all of them (object stores issue the GETs concurrently).
+        blobs = self.fs.cat(list(stored.values())) if stored else {}
+        for path, where in stored.items():
+            data = blobs.get(where) or blobs.get(where.split("://", 1)[-1]) or b""
+            self.reads.key_segments[table] += 1
+            if data and len(data) % 8 == 0:
+                self._key_segments[path] = np.frombuffer(data, dtype="<u8")
         out: dict[str, np.ndarray] = {}
         for path in files:
             segment = self._key_segments.get(path)
-            if segment is None and f"{os.path.basename(path)}.keys" in listed:
-                data = self.fs.cat_file(self._segment_path(table, path))
-                self.reads.key_segments[table] += 1
-                if len(data) % 8 == 0:
-                    segment = self._key_segments[path] = np.frombuffer(data, dtype="<u8")
             if segment is None:
                 keys = self.read(table, columns=list(cls.__key__), fragments=[path])
                 if path in self.skipped:  # unreadable: `read` skipped and reported it
