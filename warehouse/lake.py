@@ -528,7 +528,9 @@ class Lake:
             out[path] = segment
         return out
 
-    def stored_keys(self, table: str, candidates: pa.Table) -> set[tuple[Any, ...]]:
+    def stored_keys(
+        self, table: str, candidates: pa.Table, files: Sequence[str] | None = None
+    ) -> set[tuple[Any, ...]]:
         """The keys among `candidates` (a table of the key columns) that the table already holds.
 
         Looked up in the key index: only fragments whose digests match a candidate are read
@@ -546,7 +548,8 @@ class Lake:
         wanted = key_digests(candidates)
         wanted_set = np.unique(wanted)
         want_keys = set(zip(*(candidates.column(n).to_pylist() for n in names), strict=True))
-        for path, segment in self._segments(table, self.fragments(table)).items():
+        listed = self.fragments(table) if files is None else files
+        for path, segment in self._segments(table, listed).items():
             if not len(segment):
                 continue
             pos = np.searchsorted(segment, wanted_set).clip(0, len(segment) - 1)
@@ -579,7 +582,7 @@ class Lake:
             unique.append(record)
         before = frozenset(self.fragments(table))
         candidates = to_arrow(unique, cls).select(names)
-        existing = self.stored_keys(table, candidates)
+        existing = self.stored_keys(table, candidates, sorted(before))
         # Compare as the stored rows spell the keys (Arrow's types), as `stored_keys` found them.
         spelled = list(zip(*(candidates.column(n).to_pylist() for n in names), strict=True))
         fresh = [r for r, k in zip(unique, spelled, strict=True) if k not in existing]
