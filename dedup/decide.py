@@ -1,6 +1,7 @@
 """Decide, once per unique image, whether it is kept or dropped as a duplicate.
 
-`run_dedup` reads the lake's `images` table (rows with status `ok`) and writes one
+`run_dedup` reads the lake's `ok` images through the dedup index (dedup/history.py: the
+history persisted, caught up with the fragments written since the last call) and writes one
 `dedup_decisions` row per sha256 that has none yet. Nothing is deleted: a dropped image stays
 in the lake with its reason, the image it matched and the distance; the release builder takes
 only `kept` images, and each only under its `canonical_owner_*`.
@@ -34,13 +35,17 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lookbench_live.config import DedupSettings
+from lookbench_live.dedup import history
+from lookbench_live.dedup.history import IMAGE_COLUMNS, hashes_ok
+from lookbench_live.dedup.history import Image as _Image
 from lookbench_live.dedup.index import Pairs, is_hash, pack, range_pairs
 from lookbench_live.dedup.known import KnownHashes, load_known_hashes
 from lookbench_live.schema.hashing import HASH_METHOD, ImageHashes, fine_phash, hamming, hash_bytes
@@ -50,21 +55,6 @@ from lookbench_live.warehouse.lake import Lake
 log = logging.getLogger(__name__)
 
 REASONS = ("exact", "near_in_run", "near_earlier_release", "known_dataset", "opt_out")
-_IMAGE_COLUMNS = [
-    "owner_kind",
-    "owner_id",
-    "source",
-    "status",
-    "sha256",
-    "width",
-    "height",
-    "phash",
-    "phash_mirror",
-    "dhash",
-    "hash_method",
-    "first_seen_at",
-]
-_FAR = dt.datetime.max.replace(tzinfo=dt.UTC)
 
 # (packed queries, packed targets, radius) -> every pair within radius, as `range_pairs` gives.
 PairSearch = Callable[[Any, Any, int], Pairs]
@@ -86,78 +76,20 @@ class DedupResult:
     known_hashes: int = 0
 
 
-@dataclass(slots=True)
-class _Image:
-    """One unique sha256 as the `images` table describes it."""
-
-    sha256: str
-    first_seen_at: dt.datetime = _FAR
-    pixels: int = 0
-    owners: list[tuple[dt.datetime, str]] = field(default_factory=list)  # (first_seen_at, "kind:id")
-    sources: set[str] = field(default_factory=set)
-    hashes: ImageHashes | None = None
-    stored: ImageHashes | None = None  # hashes of another method, or partial, as stored
-
-    def rank(self) -> tuple[dt.datetime, int, str]:
-        return (self.first_seen_at, -self.pixels, self.sha256)
-
-    def owner_set(self) -> frozenset[str]:
-        return frozenset(o for _, o in self.owners)
-
-    def canonical_owner(self) -> str | None:
-        return min(self.owners)[1] if self.owners else None
-
-
-def _hashes_ok(h: ImageHashes | None) -> bool:
-    return (
-        h is not None
-        and h.method == HASH_METHOD
-        and is_hash(h.phash)
-        and is_hash(h.phash_mirror)
-        and (h.dhash is None or is_hash(h.dhash))
-    )
-
-
-def collect_images(lake: Lake) -> dict[str, _Image]:
-    """Unique `ok` images of the lake by sha256, with owners, rank and usable hashes."""
-    table = lake.read("images", columns=_IMAGE_COLUMNS)
+def _images_of(lake: Lake, shas: list[str]) -> dict[str, _Image]:
+    """The `ok` images rows of these sha256 (a released image this lake dropped: rare), merged."""
     found: dict[str, _Image] = {}
-    for row in _rows(table):
-        sha = row["sha256"]
-        if row["status"] != "ok" or not sha:
-            continue
-        image = found.get(sha)
-        if image is None:
-            image = found[sha] = _Image(sha256=sha)
-        seen = row["first_seen_at"] or _FAR
-        image.first_seen_at = min(image.first_seen_at, seen)
-        image.pixels = max(image.pixels, (row["width"] or 0) * (row["height"] or 0))
-        image.owners.append((seen, f"{row['owner_kind']}:{row['owner_id']}"))
-        if row["source"]:
-            image.sources.add(row["source"])
-        stored = ImageHashes(
-            phash=(row["phash"] or "").lower(),
-            phash_mirror=(row["phash_mirror"] or "").lower(),
-            dhash=(row["dhash"] or "").lower(),
-            method=row["hash_method"] or "",
-        )
-        if _hashes_ok(stored):
-            image.hashes = stored
-        else:
-            image.stored = stored
+    if not shas:
+        return found
+    where = (pc.field("status") == "ok") & pc.field("sha256").isin(pa.array(sorted(shas), pa.string()))
+    for row in lake.read("images", columns=IMAGE_COLUMNS, where=where).to_pylist():
+        found.setdefault(row["sha256"], _Image(sha256=row["sha256"])).merge(row)
     return found
-
-
-def _rows(table: pa.Table, batch_rows: int = 8192) -> Iterator[dict[str, Any]]:
-    """The table's rows as dicts, a batch at a time: the lake's whole history as Python dicts
-    at once would be ~2 kB a row (1.7 GB at 840,000 images)."""
-    for batch in table.to_batches(max_chunksize=batch_rows):
-        yield from batch.to_pylist()
 
 
 def _rehash(lake: Lake, image: _Image) -> str | None:
     """Give `image` hashes of the current method from its stored bytes; returns an error or None."""
-    if _hashes_ok(image.hashes):
+    if hashes_ok(image.hashes):
         return None
     try:
         if not lake.has_image(image.sha256):
@@ -240,10 +172,11 @@ def run_dedup(
     Run it under the flow's writer lock. Raises `KnownDatasetError` for an unusable hash file.
     """
     result = DedupResult(run_id=run_id, hash_method=HASH_METHOD, radius=settings.radius)
-    images = collect_images(lake)
-    decisions = lake.read("dedup_decisions", columns=["sha256", "decision", "run_id"]).to_pylist()
-    decided = {row["sha256"]: row for row in decisions}
-    pending = sorted((img for sha, img in images.items() if sha not in decided), key=_Image.rank)
+    # The lake's history as the dedup index holds it (dedup/history.py): only the fragments
+    # written since the last call are read.
+    state = history.caught_up(lake)
+    images = state.images
+    pending = state.pending()
     result.pending = len(pending)
     if not pending:
         return result
@@ -256,7 +189,11 @@ def run_dedup(
     # References: what this run's images must not repeat.
     references: list[_Node] = []
     missing_released: dict[str, _Image] = {}
-    kept_earlier = {sha: row["run_id"] for sha, row in decided.items() if row["decision"] == "kept"}
+    kept_earlier = state.kept_earlier()
+    dropped_released = [
+        sha for sha in released if sha not in images and state.decided.get(sha, ("",))[0] == "dropped"
+    ]
+    images = {**images, **_images_of(lake, dropped_released)} if dropped_released else images
     for sha in sorted(set(kept_earlier) | set(released)):
         image = images.get(sha)
         if image is None:  # released, but not from this lake's images table

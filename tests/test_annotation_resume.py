@@ -55,8 +55,10 @@ def test_kill_mid_run_then_rerun_sends_no_recorded_request_again(tmp_path: Path)
 
         assert all(server.requests_for_work(*work) == 0 for work in recorded)
         assert result.complete and result.requests == server.total
-        # The rerun skipped every recorded piece of work and did the rest.
-        assert result.skipped_existing == len(recorded) and sent_before >= len(recorded)
+        # The rerun did the rest: images whose work is all recorded are not planned at all, and the
+        # recorded rows of images planned again are skipped, never sent.
+        assert result.skipped_existing <= len(recorded) and sent_before >= len(recorded)
+        assert result.images < len(set(fx.shas.values()) - {fx.shas["dropped"]})
         rows = lake.read(
             "annotations", columns=["sha256", "bbox", "task", "prompt_version", "model"]
         ).to_pylist()

@@ -11,7 +11,12 @@ Guarantees a stage can rely on:
   object PUT on object stores), so a reader never sees half a file and a killed writer
   leaves only `.tmp-*` debris, which readers ignore and `reconcile()` deletes.
 - `append` is idempotent by the record's key: rows whose key is already stored, or
-  repeated within the call, are not written again, so rerunning a stage adds nothing.
+  repeated within the call, are not written again, so rerunning a stage adds nothing. The
+  stored keys are looked up in the table's key index (`derived/keys/<table>/`, one sorted
+  file of 64-bit key digests per fragment), not by reading the table's key columns: only a
+  fragment whose digests match a key of the batch is read, to confirm it exactly.
+- Every read is counted (`Lake.reads`: fragments opened and rows returned per table), so a
+  test can show that a month's step reads the window, not the lake's history.
 - Only one process writes a table at a time (the flow's process); Dask or Ray workers
   return records to it. Many processes may read.
 - Bytes are checked when read: fragments carry Parquet page checksums and a footer checked
@@ -32,13 +37,17 @@ import logging
 import os
 import re
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import fsspec
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
@@ -104,6 +113,39 @@ class ImageCorrupt(LakeError):
             f"image {sha256} is damaged: the bytes at {path} hash to {actual}, not to their name; "
             "restore the file from a backup or the original (ingest stores the same bytes again)"
         )
+
+
+@dataclass(slots=True)
+class ReadStats:
+    """What a lake object has read, per table: fragments opened and rows returned (and key-index
+    segments read). Reads through `Lake.read` are counted; tests use it to show that a step's
+    reads follow the window, not the number of earlier months."""
+
+    fragments: Counter[str] = field(default_factory=Counter)
+    rows: Counter[str] = field(default_factory=Counter)
+    key_segments: Counter[str] = field(default_factory=Counter)
+
+    def reset(self) -> None:
+        self.fragments.clear()
+        self.rows.clear()
+        self.key_segments.clear()
+
+
+def key_digests(keys: pa.Table) -> np.ndarray:
+    """One 64-bit digest per row of a table of key columns (the record's Arrow types), the same
+    whether the rows come from new records or from a stored fragment: each value is cast to text
+    by Arrow, so a timestamp or a null is spelled one way."""
+    if keys.num_rows == 0:
+        return np.empty(0, dtype=np.uint64)
+    texts = [
+        pc.fill_null(pc.cast(keys.column(i), pa.string()), "\x00").to_pylist()
+        for i in range(keys.num_columns)
+    ]
+    out = np.empty(keys.num_rows, dtype=np.uint64)
+    for row, values in enumerate(zip(*texts, strict=True)):
+        digest = hashlib.blake2b("\x1f".join(values).encode(), digest_size=8).digest()
+        out[row] = int.from_bytes(digest, "little")
+    return out
 
 
 def resolve_home(home: str | os.PathLike[str] | None = None) -> str:
@@ -210,6 +252,9 @@ class Lake:
             )
         self.fs.makedirs(self.root, exist_ok=True)
         self._key_cache: dict[str, tuple[frozenset[str], set[tuple[Any, ...]]]] = {}
+        # fragment path -> its sorted key digests (fragments are immutable, so are their segments)
+        self._key_segments: dict[str, np.ndarray] = {}
+        self.reads = ReadStats()
         # Files under tables/ that are not committed fragments: path → reason (reported once).
         self.skipped: dict[str, str] = {}
         self._checked: set[str] = set()
@@ -297,29 +342,42 @@ class Lake:
             self.skipped[path] = reason
             logger.warning("lake %s: skipped %s: %s", self.home, path, reason)
 
-    def read(self, table: str, columns: Sequence[str] | None = None) -> pa.Table:
+    def read(
+        self,
+        table: str,
+        columns: Sequence[str] | None = None,
+        *,
+        where: pads.Expression | None = None,
+        fragments: Sequence[str] | None = None,
+    ) -> pa.Table:
         """The whole table (all committed fragments) with the record's current schema.
+
+        `where` keeps the rows matching it (fragments and row groups whose statistics exclude it
+        are skipped); `fragments` reads only those committed fragments (paths from `fragments()`).
 
         One foreign, footer-less, mistyped or corrupt file (page checksums, `check_footer`)
         never breaks the table: when the fragments cannot be read together, each is tried alone
         and those that fail are skipped and reported (`skipped`). Except in a compliance table
         (`COMPLIANCE_TABLES`): there an unreadable fragment raises `FragmentError`."""
         schema = arrow_schema_of(TABLES[table])
-        files = self.fragments(table)
+        files = self.fragments(table) if fragments is None else list(fragments)
         keys = TABLES[table].__key__
         try:
-            return self._read_files(files, schema, columns, keys)
+            out = self._read_files(files, schema, columns, keys, where)
         except (pa.ArrowException, OSError, ValueError):
-            pass
-        good = []
-        for path in files:
-            try:
-                self._read_files([path], schema, columns, keys)
-            except (pa.ArrowException, OSError, ValueError) as exc:
-                self._unreadable(table, path, exc)
-            else:
-                good.append(path)
-        return self._read_files(good, schema, columns, keys)
+            good = []
+            for path in files:
+                try:
+                    self._read_files([path], schema, columns, keys, where)
+                except (pa.ArrowException, OSError, ValueError) as exc:
+                    self._unreadable(table, path, exc)
+                else:
+                    good.append(path)
+            files = good
+            out = self._read_files(good, schema, columns, keys, where)
+        self.reads.fragments[table] += len(files)
+        self.reads.rows[table] += out.num_rows
+        return out
 
     def _unreadable(self, table: str, path: str, exc: Exception) -> None:
         """A committed fragment that cannot be read: refused in a compliance table, else skipped."""
@@ -329,7 +387,12 @@ class Lake:
         self._skip(path, f"unreadable fragment ({cause})")
 
     def _read_files(
-        self, files: list[str], schema: pa.Schema, columns: Sequence[str] | None, keys: Sequence[str] = ()
+        self,
+        files: list[str],
+        schema: pa.Schema,
+        columns: Sequence[str] | None,
+        keys: Sequence[str] = (),
+        where: pads.Expression | None = None,
     ) -> pa.Table:
         if not files:
             empty = schema.empty_table()
@@ -350,7 +413,7 @@ class Lake:
             parquet = PARQUET_FORMAT
             fragments = [parquet.make_fragment(pa.BufferReader(blobs[path])) for path in files]
             dataset = pads.FileSystemDataset(fragments, schema=schema, format=parquet)
-        return dataset.to_table(columns=list(columns) if columns else None)
+        return dataset.to_table(columns=list(columns) if columns else None, filter=where)
 
     def _check_keys(self, path: str, schema: pa.Schema, keys: Sequence[str], read_metadata: Any) -> None:
         """A fragment must carry the table's key columns with their types (a foreign file may not)
@@ -385,6 +448,22 @@ class Lake:
             return pads.dataset(schema.empty_table())
         return pads.dataset(files, schema=schema, filesystem=self.fs, format=PARQUET_FORMAT)
 
+    def sql(self, query: str, tables: Sequence[str], params: Sequence[Any] = ()) -> pa.Table:
+        """Run a DuckDB query over these tables (registered under their names as Arrow datasets,
+        so projections and filters reach the Parquet scan and no table is loaded whole); the
+        fragments scanned and the rows returned are counted in `reads`."""
+        import duckdb
+
+        with duckdb.connect() as con:
+            for table in tables:
+                dataset = self.dataset(table)
+                if isinstance(dataset, pads.FileSystemDataset):
+                    self.reads.fragments[table] += len(dataset.files)
+                con.register(table, dataset)
+            out = con.sql(query, params=list(params)).to_arrow_table()
+        self.reads.rows["sql"] += out.num_rows
+        return out
+
     def records(self, table: str) -> Iterator[Record]:
         cls = TABLES[table]
         for row in self.read(table).to_pylist():
@@ -403,6 +482,87 @@ class Lake:
         self._key_cache[table] = (files, keys)
         return keys
 
+    # ------------------------------------------------------------------ the key index
+    def key_index_dir(self, table: str) -> str:
+        return self.path("derived", "keys", table)
+
+    def _segment_path(self, table: str, fragment: str) -> str:
+        return f"{self.key_index_dir(table)}/{os.path.basename(fragment)}.keys"
+
+    def _write_segment(self, table: str, fragment: str, digests: np.ndarray) -> None:
+        self.fs.makedirs(self.key_index_dir(table), exist_ok=True)
+        data = np.sort(digests).astype("<u8").tobytes()
+        atomic_write_bytes(self.fs, self._segment_path(table, fragment), data)
+        self._key_segments[fragment] = np.frombuffer(data, dtype="<u8")
+
+    def _segments(self, table: str, files: Sequence[str]) -> dict[str, np.ndarray]:
+        """fragment -> its sorted key digests. A segment that is missing (a writer killed between
+        the fragment and its segment, a lake from before the index) or of the wrong length is
+        made again from the fragment's key columns: the index follows the fragments, never the
+        other way round."""
+        cls = TABLES[table]
+        try:
+            listed = {os.path.basename(p) for p in self.fs.ls(self.key_index_dir(table), detail=False)}
+        except FileNotFoundError:
+            listed = set()
+        stored = {
+            path: self._segment_path(table, path)
+            for path in files
+            if path not in self._key_segments and f"{os.path.basename(path)}.keys" in listed
+        }
+        # One request for all of them (object stores issue the GETs concurrently).
+        blobs = self.fs.cat(list(stored.values())) if stored else {}
+        for path, where in stored.items():
+            data = blobs.get(where) or blobs.get(where.split("://", 1)[-1]) or b""
+            self.reads.key_segments[table] += 1
+            if data and len(data) % 8 == 0:
+                self._key_segments[path] = np.frombuffer(data, dtype="<u8")
+        out: dict[str, np.ndarray] = {}
+        for path in files:
+            segment = self._key_segments.get(path)
+            if segment is None:
+                keys = self.read(table, columns=list(cls.__key__), fragments=[path])
+                if path in self.skipped:  # unreadable: `read` skipped and reported it
+                    continue
+                self._write_segment(table, path, key_digests(keys))
+                segment = self._key_segments[path]
+            out[path] = segment
+        return out
+
+    def stored_keys(
+        self, table: str, candidates: pa.Table, files: Sequence[str] | None = None
+    ) -> set[tuple[Any, ...]]:
+        """The keys among `candidates` (a table of the key columns) that the table already holds.
+
+        Looked up in the key index: only fragments whose digests match a candidate are read
+        (their key columns), so an append of new keys reads no rows of the table at all."""
+        cls = TABLES[table]
+        names = list(cls.__key__)
+        found: set[tuple[Any, ...]] = set()
+        if candidates.num_rows == 0:
+            return found
+        if table in COMPLIANCE_TABLES:
+            # A compliance table fails closed (X10): every fragment is read, so a damaged one
+            # stops the append, as it stops every reader. These tables are small.
+            want = set(zip(*(candidates.column(n).to_pylist() for n in names), strict=True))
+            return want & self.keys(table)
+        wanted = key_digests(candidates)
+        wanted_set = np.unique(wanted)
+        want_keys = set(zip(*(candidates.column(n).to_pylist() for n in names), strict=True))
+        listed = self.fragments(table) if files is None else files
+        for path, segment in self._segments(table, listed).items():
+            if not len(segment):
+                continue
+            pos = np.searchsorted(segment, wanted_set).clip(0, len(segment) - 1)
+            if not bool((segment[pos] == wanted_set).any()):
+                continue
+            # A digest match: confirm exactly (two keys may share a 64-bit digest).
+            stored = self.read(table, columns=names, fragments=[path])
+            for key in zip(*(stored.column(n).to_pylist() for n in names), strict=True):
+                if key in want_keys:
+                    found.add(key)
+        return found
+
     def append(self, records: Iterable[Record]) -> int:
         """Append records (one table per call) that are not stored yet; returns rows written."""
         batch = list(records)
@@ -412,26 +572,37 @@ class Lake:
         if any(type(r) is not cls for r in batch):
             raise LakeError("append takes records of one table per call")
         table = cls.__table__
-        existing = self.keys(table)
-        fresh: list[Record] = []
+        names = list(cls.__key__)
+        unique: list[Record] = []
         seen: set[tuple[Any, ...]] = set()
         for record in batch:
             key = record.key()
-            if key in existing or key in seen:
+            if key in seen:
                 continue
             seen.add(key)
-            fresh.append(record)
+            unique.append(record)
+        before = frozenset(self.fragments(table))
+        candidates = to_arrow(unique, cls).select(names)
+        existing = self.stored_keys(table, candidates, sorted(before))
+        # Compare as the stored rows spell the keys (Arrow's types), as `stored_keys` found them.
+        spelled = list(zip(*(candidates.column(n).to_pylist() for n in names), strict=True))
+        fresh = [r for r, k in zip(unique, spelled, strict=True) if k not in existing]
         if not fresh:
             return 0
         arrow = to_arrow(fresh, cls)
+        written = {r.key() for r in fresh}
         # The fragment name derives from its keys: a retried write of the same rows
         # lands on the same name instead of a second copy.
-        digest = hashlib.sha256("\n".join(sorted(repr(k) for k in seen)).encode()).hexdigest()[:24]
+        digest = hashlib.sha256("\n".join(sorted(repr(k) for k in written)).encode()).hexdigest()[:24]
         path = self.path("tables", table, f"part-{digest}.parquet")
         self.fs.makedirs(self.table_dir(table), exist_ok=True)
         atomic_write_bytes(self.fs, path, parquet_bytes(arrow))
-        files = frozenset(self.fragments(table))
-        self._key_cache[table] = (files, existing | seen)
+        # The key segment after the fragment: a kill between the two leaves a fragment without a
+        # segment, which the next lookup makes again from the fragment.
+        self._write_segment(table, path, key_digests(arrow.select(names)))
+        cached = self._key_cache.get(table)
+        if cached is not None and cached[0] == before:
+            self._key_cache[table] = (frozenset(self.fragments(table)), cached[1] | written)
         return len(fresh)
 
     def reconcile(self) -> list[str]:
@@ -440,7 +611,7 @@ class Lake:
         Safe only when no writer is running (the flow calls it at start, under its lock).
         """
         removed: list[str] = []
-        for base in ("tables", "images"):
+        for base in ("tables", "images", "derived"):
             top = self.path(base)
             if not self.fs.exists(top):
                 continue

@@ -74,9 +74,7 @@ class Window:
 
 def _read(lake: Lake, table: str, columns: list[str] | None, where: pads.Expression | None) -> pa.Table:
     """A table's rows matching `where`; fragments whose statistics exclude it are skipped."""
-    if where is None:
-        return lake.read(table, columns=columns)
-    return lake.dataset(table).to_table(columns=columns, filter=where)
+    return lake.read(table, columns=columns, where=where)
 
 
 def latest_products(lake: Lake) -> dict[str, Product]:
@@ -86,8 +84,13 @@ def latest_products(lake: Lake) -> dict[str, Product]:
     `first_seen_at`; the newest row is its current content. Ties break on the content hash,
     so the choice is the same on every machine.
     """
+    return latest_of(lake.records("products"))  # type: ignore[arg-type]
+
+
+def latest_of(records: Iterable[Product]) -> dict[str, Product]:
+    """The newest row of each product among `records`, by product key (see `latest_products`)."""
     latest: dict[str, Product] = {}
-    for record in lake.records("products"):
+    for record in records:
         assert isinstance(record, Product)
         key = product_key(record.source, record.product_id)
         current = latest.get(key)
