@@ -47,6 +47,10 @@ DEFAULT_KS: tuple[int, ...] = (1, 5, 10, 20)
 ABSENT = -1
 NO_HIT = 1 << 30
 NOT_VISIBLE = -2
+# Bytes of corpus rows one similarity chunk gathers (`retrieve`): 18,271 rows of the baseline's
+# 1,836 dims. At 65,536 such rows the gather and its scores took 0.6 GB at once (700×-shaped
+# release, bench/eval_memory.py); smaller chunks only add cheap top-k merges.
+BLOCK_BYTES = 128 * 2**20
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,11 +166,15 @@ def retrieve(
     query_block: int = 1024,
     corpus_chunk: int = 65536,
     corpus_rows: np.ndarray | None = None,
+    block_bytes: int = BLOCK_BYTES,
 ) -> Retrieval:
     """Top-k corpus rows by inner product for every query, ties broken by corpus row order.
 
-    Embeddings must already be L2-normalised (inner product = cosine). Peak extra memory
-    is about `query_block × corpus_chunk × 4` bytes (twice that while merging).
+    Embeddings must already be L2-normalised (inner product = cosine). A chunk holds at most
+    `corpus_chunk` rows and at most `block_bytes` of gathered corpus rows (wide embeddings get
+    fewer rows), so peak extra memory is about `block_bytes` plus the `query_block × chunk × 4`
+    bytes of scores (twice that while merging), whatever the corpus size; the running top-k per
+    query is all that is kept between chunks.
     `corpus_rows`: the corpus is `corpus[corpus_rows]` (indices into the result refer to this
     order), gathered one chunk at a time so a subset never copies the whole release matrix.
     """
@@ -177,6 +185,7 @@ def retrieve(
     rows = None if corpus_rows is None else torch.as_tensor(np.asarray(corpus_rows, np.int64))
     n_q, n_c = q.shape[0], (c.shape[0] if rows is None else len(rows))
     k = min(k, n_c)
+    corpus_chunk = max(1, min(corpus_chunk, block_bytes // max(1, 4 * int(c.shape[1]))))
     out_idx = np.zeros((n_q, k), np.int64)
     out_val = np.zeros((n_q, k), np.float32)
     if n_q == 0 or k == 0:

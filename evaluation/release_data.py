@@ -132,7 +132,8 @@ def iter_images(
         if not remaining:
             return
         with lake.fs.open(path, "rb") as handle:
-            parquet = pq.ParquetFile(handle)
+            # pre_buffer=False: the default reads row groups' image columns ahead (vectors._read_parquet).
+            parquet = pq.ParquetFile(handle, pre_buffer=False)
             for batch in parquet.iter_batches(batch_size=batch_rows, columns=["sha256", "image"]):
                 shas = batch.column(0).to_pylist()
                 images = batch.column(1)

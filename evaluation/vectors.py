@@ -217,14 +217,22 @@ READ_BATCH = 8192  # Parquet rows decoded at once: Arrow holds one batch, the ma
 
 
 def _read_parquet(handle: Any, source: str) -> Vectors:  # a local path or a binary file object
-    """`read_vectors` of a Parquet file, one batch at a time (only the matrix is whole)."""
-    parquet = pq.ParquetFile(handle)
+    """`read_vectors` of a Parquet file, one batch at a time (only the matrix is whole).
+
+    `pre_buffer=False`: with pyarrow's default (True) `iter_batches` reads the column chunks of
+    many row groups ahead, so a 0.7 GB cache held about as much again in Arrow buffers beside
+    the matrix (700×-shaped release: 1,814 MB peak reading it, 1,146 MB without; bench/eval_memory.py)."""
+    parquet = pq.ParquetFile(handle, pre_buffer=False)
     _check_columns(parquet.schema_arrow, source)
-    return read_vectors(
-        parquet.iter_batches(batch_size=READ_BATCH, columns=["sha256", "embedding"]),
-        source,
-        num_rows=parquet.metadata.num_rows,
-    )
+    try:
+        return read_vectors(
+            parquet.iter_batches(batch_size=READ_BATCH, columns=["sha256", "embedding"]),
+            source,
+            num_rows=parquet.metadata.num_rows,
+        )
+    finally:
+        # Arrow's allocator keeps freed batches for reuse; evaluation allocates with numpy and torch.
+        pa.default_memory_pool().release_unused()
 
 
 def load_cache(lake: Lake, version: str, model: str) -> Vectors:
