@@ -13,7 +13,8 @@ import pytest
 from lookbench_live.config import SiteSettings, load_settings
 from lookbench_live.flows import ledger, stages
 from lookbench_live.flows.runtime import RunSpec
-from lookbench_live.scrapers.sample_store import SampleStore, sample_sites
+from lookbench_live.sample_store.server import SampleStore
+from lookbench_live.sample_store.sites import sample_sites
 from lookbench_live.warehouse.lake import Lake
 
 

@@ -28,6 +28,8 @@ from lookbench_live.annotation.category_check import run_category_check
 from lookbench_live.config import AnnotationSettings, EvidenceSettings, Settings
 from lookbench_live.evaluation.baseline import BaselineEmbedder
 from lookbench_live.evaluation.look_check import foreground, run_look_check
+from lookbench_live.sample_store.catalog import build_catalog
+from lookbench_live.sample_store.images import product_photo
 from lookbench_live.schema.records import (
     DedupDecision,
     EvidenceCheck,
@@ -39,8 +41,6 @@ from lookbench_live.schema.records import (
 )
 from lookbench_live.schema.release import NOISE, SUBSETS
 from lookbench_live.schema.taxonomy import default_taxonomy
-from lookbench_live.scrapers.sample_store.catalog import build_catalog
-from lookbench_live.scrapers.sample_store.images import product_photo
 from lookbench_live.testing import evidence_calibration as ec
 from lookbench_live.testing.loopback_server import LoopbackServer
 from lookbench_live.warehouse.labels import LabelRules

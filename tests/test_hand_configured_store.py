@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from lookbench_live.scrapers.sample_store import SampleStore
+from lookbench_live.sample_store.server import SampleStore
 from lookbench_live.warehouse.lake import Lake
 from lookbench_live.warehouse.release import read_manifest, resolve_version, verify_release
 

@@ -128,7 +128,7 @@ def test_the_image_user_agent_carries_the_crawls_contact_url(tmp_path) -> None:
             flow="refresh", home=str(tmp_path / "lake"), config_path=str(config), as_of=T0.isoformat(),
             version="2026-05", window_start=None, window_end=None,
         )  # fmt: skip
-        summary = stages.ingest_shard.fn(spec, pending_image_requests(lake), "0", False)
+        summary = stages.ingest_shard.fn(spec, pending_image_requests(lake), "0")
         agents = list(server.user_agents)
     assert summary["ok"] == 1
     contact = load_settings(config).crawl.contact_url

@@ -49,6 +49,8 @@ def _inject(tree: Path, module: str, line: str) -> None:
         ("lookbench_live.scrapers.pipelines", "import lookbench_live.annotation.run", "layers"),
         # A stage ordering the pipeline itself.
         ("lookbench_live.generation.plan", "import lookbench_live.flows.stages", "layers"),
+        # The sample store importing a stage (it sits beside them: only `flows` and the CLI use it).
+        ("lookbench_live.sample_store.server", "import lookbench_live.scrapers.extract", "layers"),
         # The warehouse importing a stage.
         ("lookbench_live.warehouse.lake", "import lookbench_live.evaluation.metrics", "layers"),
         # A stage reaching into the release build instead of the lake.

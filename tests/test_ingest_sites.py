@@ -94,7 +94,7 @@ def test_an_allowed_sites_images_are_ingested_and_nothing_else_private(tmp_path,
             flow="refresh", home=str(home), config_path=str(config), as_of=T0.isoformat(),
             version="2026-05", window_start=None, window_end=None,
         )  # fmt: skip
-        summary = stages.ingest_shard.fn(spec, pending_image_requests(lake), "0", False)
+        summary = stages.ingest_shard.fn(spec, pending_image_requests(lake), "0")
     rows = {(r["owner_id"], r["source_url"].rsplit("/", 1)[1]): r for r in lake.read("images").to_pylist()}
     outcome = {key: r["rejection_reason"] or r["status"] for key, r in rows.items()}
     assert outcome == {

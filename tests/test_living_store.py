@@ -17,10 +17,11 @@ import pytest
 from lookbench_live.config import CrawlSettings, Settings, SiteSettings
 from lookbench_live.flows import stages
 from lookbench_live.flows.runtime import RunSpec
+from lookbench_live.sample_store.catalog import EPOCH, drop_time
+from lookbench_live.sample_store.server import SampleStore
+from lookbench_live.sample_store.sites import sample_sites
 from lookbench_live.schema.hashing import hamming, hash_bytes
 from lookbench_live.scrapers.crawl import read_frontier, run_crawl
-from lookbench_live.scrapers.sample_store import SampleStore, sample_sites
-from lookbench_live.scrapers.sample_store.catalog import EPOCH, drop_time
 from lookbench_live.warehouse.lake import Lake
 
 DEC = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
@@ -350,7 +351,7 @@ def test_a_large_store_gets_a_page_budget_that_covers_its_listing():
 
 
 def test_store_serves_pages_by_slug_and_redraws_evicted_images_identically(monkeypatch):
-    import lookbench_live.scrapers.sample_store as sample_store
+    import lookbench_live.sample_store.server as sample_store
 
     monkeypatch.setattr(sample_store, "IMAGE_CACHE", 3)
     with SampleStore(clock=DEC, products_per_week=8) as store:

@@ -22,6 +22,7 @@ SUBPACKAGES = [
     "lookbench_live.warehouse",
     "lookbench_live.dedup",
     "lookbench_live.evaluation",
+    "lookbench_live.sample_store",
 ]
 
 
@@ -62,6 +63,9 @@ def test_wheel_has_one_top_level_package(wheel: Path) -> None:
         assert f"lookbench_live/evaluation/templates/{template}" in names, template
     for pkg in SUBPACKAGES:
         assert f"{pkg.replace('.', '/')}/__init__.py" in names, pkg
+    # The embedded default's store travels in the wheel: `refresh` with no config serves it.
+    for module in ("server", "catalog", "pages", "images", "sites", "cli"):
+        assert f"lookbench_live/sample_store/{module}.py" in names, module
 
 
 def _dependency_paths() -> list[str]:

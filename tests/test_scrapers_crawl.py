@@ -19,8 +19,10 @@ import pytest
 from PIL import Image
 
 from lookbench_live.config import CrawlSettings
+from lookbench_live.sample_store.catalog import DEFAULT_NOW
+from lookbench_live.sample_store.server import SampleStore
+from lookbench_live.sample_store.sites import sample_sites
 from lookbench_live.scrapers.crawl import CrawlError, run_crawl
-from lookbench_live.scrapers.sample_store import DEFAULT_NOW, SampleStore, sample_sites
 from lookbench_live.warehouse.lake import Lake
 
 CRAWL = CrawlSettings(autothrottle=False)

@@ -601,7 +601,7 @@ def test_values_for_keeps_only_values_that_suit_the_category(tax: Taxonomy) -> N
 
 
 def test_the_sample_store_ground_truth_uses_applicable_values(tax: Taxonomy) -> None:
-    catalog = pytest.importorskip("lookbench_live.scrapers.sample_store.catalog")
+    catalog = pytest.importorskip("lookbench_live.sample_store.catalog")
     for product in catalog.build_catalog():
         category = tax.normalize_category(product.category)
         for group, value in product.attributes.items():

@@ -16,7 +16,7 @@ import zlib
 
 from PIL import Image, ImageDraw, ImageFilter, ImageOps
 
-from lookbench_live.scrapers.sample_store.catalog import CATEGORIES, COLORS, ProductSpec
+from lookbench_live.sample_store.catalog import CATEGORIES, COLORS, ProductSpec
 
 PHOTO_SIZE = (320, 400)
 LOOK_SIZE = (480, 640)

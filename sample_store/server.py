@@ -1,13 +1,4 @@
-"""A small fashion store served on 127.0.0.1: the main job's embedded source and the crawl test bed.
-
-    with SampleStore(clock=as_of) as store:   # a free port; `store.base_url`
-        sites = sample_sites(store.base_url)
-        truth = store.catalog()                # category + attributes per product
-
-The catalogue is a function of the store's clock (see `catalog` for the timeline): at
-`clock` it serves what a real store would have shown then, new arrivals every week, new
-looks every month, removals, price changes, new photos and re-uploaded near copies.
-`products_per_week` sizes it (benchmarks stand it in for a large retailer).
+"""The sample store's HTTP server: `SampleStore` serves the catalogue of `catalog` at its clock.
 
 It publishes all four platform shapes (a Shopify-shaped store under `/shopify`, a
 WooCommerce Store API under `/woo`, schema.org product pages with sitemaps and `lastmod`
@@ -28,10 +19,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from lookbench_live.config import SiteSettings
-from lookbench_live.scrapers.sample_store import images as drawing
-from lookbench_live.scrapers.sample_store import pages
-from lookbench_live.scrapers.sample_store.catalog import (
+from lookbench_live.sample_store import images as drawing
+from lookbench_live.sample_store import pages
+from lookbench_live.sample_store.catalog import (
     BROKEN_IMAGES,
     CORE_ANCHOR,
     CORE_LOOKS_DAYS,
@@ -49,47 +39,10 @@ from lookbench_live.scrapers.sample_store.catalog import (
     monthly_looks,
 )
 
-__all__ = ["DEFAULT_NOW", "SampleStore", "sample_sites"]
+__all__ = ["DEFAULT_NOW", "SampleStore"]
 
 MAX_PAGE_SIZE = 250
 IMAGE_CACHE = 2048  # drawn images kept (a crawl and its ingest ask for each about twice)
-
-
-PAGES_PER_WEEKLY_PRODUCT = 25  # a site's page budget per weekly arrival: its ~9 listed weeks, and room
-
-
-def sample_sites(base_url: str, products_per_week: int = DEFAULT_PRODUCTS_PER_WEEK) -> list[SiteSettings]:
-    """Site configs crawling the sample store at `base_url` (loopback allowed, polite but quick).
-
-    Each site's `max_pages` grows with the store's size (`products_per_week`), so a large store
-    (benchmarks) is crawled whole in one run; the default store keeps the default budget."""
-    base = base_url.rstrip("/")
-    budget = max(SiteSettings.model_fields["max_pages"].default, PAGES_PER_WEEKLY_PRODUCT * products_per_week)
-    common: dict[str, Any] = {
-        "allow_private_addresses": True,
-        "download_delay": 0.0,
-        "concurrency": 8,
-        "max_pages": budget,
-    }
-    return [
-        SiteSettings(
-            name="sample-shopify",
-            platform="shopify",
-            base_url=f"{base}/shopify",
-            collections=["women"],
-            **common,
-        ),
-        SiteSettings(name="sample-woo", platform="woocommerce", base_url=f"{base}/woo", **common),
-        SiteSettings(
-            name="sample-schema", platform="schema_org", base_url=f"{base}/schema", looks=False, **common
-        ),
-        SiteSettings(
-            name="sample-js", platform="playwright", base_url=f"{base}/js", start_paths=["/js/"], **common
-        ),
-        SiteSettings(
-            name="sample-looks", platform="looks", base_url=f"{base}/looks", look_paths=["/looks/"], **common
-        ),
-    ]
 
 
 class SampleStore:

@@ -13,7 +13,7 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from lookbench_live.scrapers.sample_store.catalog import LookSpec, ProductSpec
+from lookbench_live.sample_store.catalog import LookSpec, ProductSpec
 
 SHOP_PATHS = {"shopify": "/shopify", "woocommerce": "/woo", "schema_org": "/schema", "playwright": "/js"}
 
