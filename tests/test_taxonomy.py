@@ -410,6 +410,38 @@ def _reserved_not_visible(d: dict[str, Any]) -> None:
     d["groups"][1]["values"].append({"name": "not visible"})
 
 
+def _multi_as_text(d: dict[str, Any]) -> None:
+    d["groups"][1]["multi"] = "2"  # exact JSON types: no coercion of "2" (or true) to a number
+
+
+def _null_published(d: dict[str, Any]) -> None:
+    d["categories"][0]["published"] = None
+
+
+def _source_without_licence(d: dict[str, Any]) -> None:
+    del d["sources"][0]["licence"]
+
+
+def _no_values(d: dict[str, Any]) -> None:
+    d["groups"][1]["values"] = []
+
+
+def _synonyms_not_a_list(d: dict[str, Any]) -> None:
+    d["groups"][0]["values"][0]["synonyms"] = "v neckline"
+
+
+def _reserved_group_name(d: dict[str, Any]) -> None:
+    d["groups"][1]["name"] = "main_attribute"
+
+
+def _unknown_top_level_key(d: dict[str, Any]) -> None:
+    d["categorys"] = []
+
+
+def _region_without_regions(d: dict[str, Any]) -> None:
+    d["categories"][0]["body_region"] = "upper body"
+
+
 @pytest.mark.parametrize(
     ("edit", "entry", "fault"),
     [
@@ -425,6 +457,18 @@ def _reserved_not_visible(d: dict[str, Any]) -> None:
         (_category_synonym_twice, "category 'gown dress'", "already names category 'dress'"),
         (_typo_field, "group 'color' values[0]", "unknown field(s) ['synonym']"),
         (_reserved_not_visible, "group 'color' values[1]", "reserved"),
+        (_multi_as_text, "group 'color'", "multi: input should be a valid integer, got a string"),
+        (_null_published, "category 'dress'", "published: input should be a valid string, got null"),
+        (_source_without_licence, "sources[0]", "missing required field 'licence'"),
+        (_no_values, "group 'color'", "values: must not be empty"),
+        (_synonyms_not_a_list, "group 'neckline' values[0]", "synonyms: input should be a valid list"),
+        (_reserved_group_name, "groups[1]", "name 'main_attribute' must be snake_case and not one of"),
+        (_unknown_top_level_key, "top level", "unknown field(s) ['categorys']"),
+        (
+            _region_without_regions,
+            "category 'dress'",
+            "body_region given but the file declares no body_regions",
+        ),
     ],
 )
 def test_malformed_file_names_file_entry_and_fault(tmp_path: Path, edit: Any, entry: str, fault: str) -> None:
@@ -436,6 +480,17 @@ def test_malformed_file_names_file_entry_and_fault(tmp_path: Path, edit: Any, en
     message = str(caught.value)
     assert message.startswith(f"{path}: ")
     assert entry in message and fault in message, message
+
+
+def test_every_structural_fault_is_listed_one_a_line(tmp_path: Path) -> None:
+    data = minimal()
+    _typo_field(data)
+    _multi_as_text(data)
+    path = write(tmp_path, data)
+    with pytest.raises(TaxonomyError) as caught:
+        load_taxonomy(path)
+    lines = str(caught.value).splitlines()
+    assert len(lines) == 2 and all(line.startswith(f"{path}: group 'color'") for line in lines), lines
 
 
 def test_bad_json_names_file_and_position(tmp_path: Path) -> None:
