@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import http.server
 import os
-import shutil
 import socket
 import threading
 from pathlib import Path
@@ -224,8 +223,6 @@ def _cmdline(pid: int) -> str:
 @pytest.mark.slow
 @pytest.mark.browser
 def test_a_hostile_page_reaches_nothing_internal(tmp_path, internal, monkeypatch):
-    if not shutil.which("chromium"):
-        pytest.skip("needs Debian's chromium (apt-get install -y chromium)")
     from lookbench_live.scrapers.crawl import run_crawl
     from lookbench_live.warehouse.lake import Lake
 
@@ -378,8 +375,6 @@ def test_refresh_and_javascript_loops_end_recorded_with_no_page_left_open(tmp_pa
     timeout, and every page it opened is closed (Playwright's page `close` events)."""
     import time
 
-    if not shutil.which("chromium"):
-        pytest.skip("needs Debian's chromium (apt-get install -y chromium)")
     from lookbench_live.scrapers.crawl import run_crawl
     from lookbench_live.warehouse.lake import Lake
 
@@ -424,8 +419,6 @@ def test_a_crawl_killed_at_its_hard_timeout_keeps_what_it_had_recorded(tmp_path)
     """What a crawl decided before the hard timeout killed it (a page's render failure, the
     browser's refusals) is journaled as it happens and written to the lake after the kill; the
     rerun adds no duplicate."""
-    if not shutil.which("chromium"):
-        pytest.skip("needs Debian's chromium (apt-get install -y chromium)")
     from lookbench_live.scrapers.crawl import CrawlError, run_crawl
     from lookbench_live.warehouse.lake import Lake
 
@@ -506,8 +499,6 @@ def test_a_browser_crawl_records_only_the_sites_own_hosts_and_starts_one_chromiu
     """Chromium's background requests (update.googleapis.com, accounts.google.com/ListAccounts)
     once became `unresolvable` rows under the site's name, from two Chromiums (one per scheme
     handler). After a crawl every rejection row names the site's own host, and one browser ran."""
-    if not shutil.which("chromium"):
-        pytest.skip("needs Debian's chromium (apt-get install -y chromium)")
     from lookbench_live.scrapers.crawl import run_crawl
     from lookbench_live.warehouse.lake import Lake
 

@@ -18,6 +18,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import factories
 import lakefill
 import pyarrow.parquet as pq
 import pydantic
@@ -31,11 +32,9 @@ from lookbench_live.evaluation.look_check import foreground, run_look_check
 from lookbench_live.sample_store.catalog import build_catalog
 from lookbench_live.sample_store.images import product_photo
 from lookbench_live.schema.records import (
-    DedupDecision,
     EvidenceCheck,
     Generation,
     ImageRecord,
-    Product,
     Rejection,
     product_key,
 )
@@ -181,14 +180,12 @@ def _add_conditioned_query(lake: Lake, product: str, look: bytes, ordinal: int) 
         if isinstance(r, ImageRecord) and r.owner_kind == "product" and r.owner_id == product
     )  # fmt: skip
     lake.append([rec])
-    lake.append([DedupDecision(sha256=rec.sha256, hash_method=rec.hash_method, decision="kept", run_id="t")])
+    lake.append([factories.kept(rec)])
     lake.append([lakefill._ann(rec.sha256, "dress", {"color": "red", "material": "silk"})])
-    gen = Generation(
-        generation_id=gid, subset="aigen_studio", role="query", item_ids=[product], model="tiny",
-        pipeline_class="StableDiffusionPipeline", prompt="a dress", negative_prompt="", template_version="t1",
-        seed=ordinal, steps=2, guidance=1.0, width=200, height=200, scheduler="DDIM", device="cpu",
-        dtype="float32", requested_attributes_json="[]", conditioned_on=product, conditioned_on_sha256=photo,
-        conditioning_json=json.dumps([{"product_key": product, "sha256": photo}]), status="ok",
+    gen = factories.generation(
+        gid, item_ids=[product], prompt="a dress", seed=ordinal, width=200, height=200, scheduler="DDIM",
+        conditioned_on=product, conditioned_on_sha256=photo,
+        conditioning_json=json.dumps([{"product_key": product, "sha256": photo}]),
         sha256=rec.sha256, first_seen_at=seen,
     )  # fmt: skip
     lake.append([gen])
@@ -240,10 +237,7 @@ def _add_product(lake: Lake, pid: str, photos: list[bytes]) -> str:
     urls = [f"https://shop.example/img/{pid}-{k}.jpg" for k in range(len(photos))]
     lake.append(
         [
-            Product(
-                product_id=pid, source="shop", platform="shopify", url=f"https://shop.example/p/{pid}",
-                title="red silk dress", images=urls, first_seen_at=seen, content_hash=f"h{pid}",
-            )
+            factories.product(pid, title="red silk dress", images=urls, first_seen_at=seen)
         ]
     )  # fmt: skip
     images = [
@@ -251,12 +245,7 @@ def _add_product(lake: Lake, pid: str, photos: list[bytes]) -> str:
         for k, (data, url) in enumerate(zip(photos, urls, strict=True))
     ]
     lake.append(images)
-    lake.append(
-        [
-            DedupDecision(sha256=i.sha256, hash_method=i.hash_method, decision="kept", run_id="t")
-            for i in images
-        ]
-    )
+    lake.append([factories.kept(i) for i in images])
     lake.append([lakefill._ann(i.sha256, "dress", {"color": "red", "material": "silk"}) for i in images])
     return key
 

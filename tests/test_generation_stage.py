@@ -12,6 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import factories
 import pytest
 from generation_fixtures import small_settings, taxonomy, tiny_dir, tiny_generator
 from PIL import Image
@@ -362,32 +363,13 @@ def test_rows_written_before_the_conditioning_columns_still_read(tmp_path):
     from lookbench_live.warehouse.assemble import _generation_provenance
 
     lake = Lake(tmp_path / "lake")
-    old = Generation(
-        generation_id="a" * 64,
-        subset="aigen_studio",
-        role="query",
-        item_ids=["shop:1"],
-        model="m",
-        pipeline_class="StableDiffusionImg2ImgPipeline",
-        prompt="p",
-        negative_prompt="n",
-        template_version="v",
-        seed=1,
-        steps=2,
-        guidance=5.0,
-        width=32,
-        height=32,
-        scheduler="DDIMScheduler",
-        device="cpu",
-        dtype="float32",
-        requested_attributes_json="[]",
-        conditioned_on="shop:1",
-        conditioned_on_sha256="b" * 64,
-        strength=0.6,
-        status="ok",
+    # An img2img row written before conditioning_json existed: conditioned_on* say it all.
+    old = factories.generation(
+        "a" * 64, item_ids=["shop:1"], model="m", pipeline_class="StableDiffusionImg2ImgPipeline",
+        prompt="p", negative_prompt="n", template_version="v", guidance=5.0, width=32, height=32,
+        scheduler="DDIMScheduler", conditioned_on="shop:1", conditioned_on_sha256="b" * 64, strength=0.6,
         sha256="c" * 64,
-        first_seen_at=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
-    )
+    )  # fmt: skip
     lake.append([old])
     [fragment] = lake.fragments("generations")
     table = pq.read_table(fragment).drop_columns(["conditioning_json", "ip_adapter", "ip_adapter_scale"])

@@ -236,10 +236,6 @@ def test_sigkill_mid_crawl_then_rerun_ends_with_same_products_and_no_duplicates(
 @pytest.mark.slow
 @pytest.mark.browser
 def test_javascript_pages_are_rendered_with_chromium(tmp_path):
-    import shutil
-
-    if not shutil.which("chromium"):
-        pytest.skip("needs Debian's chromium (apt-get install -y chromium)")
     with SampleStore() as store:
         js = site(store, "sample-js")
         # Without rendering, the pages hold no product data at all.
@@ -295,8 +291,7 @@ def test_sample_store_is_deterministic_and_sized_for_a_fast_job():
         assert "Disallow: /schema/private/" in robots and "Sitemap:" in robots
 
 
-def test_sample_store_attribute_values_are_taxonomy_values():
-    taxonomy = pytest.importorskip("lookbench_live.schema.taxonomy").default_taxonomy()
+def test_sample_store_attribute_values_are_taxonomy_values(taxonomy):
     with SampleStore() as store:
         for entry in store.catalog():
             category = taxonomy.normalize_category(entry["category"])

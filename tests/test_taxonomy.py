@@ -10,6 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from lookbench_live.sample_store.catalog import build_catalog
 from lookbench_live.schema.cli import register
 from lookbench_live.schema.taxonomy import (
     NOT_VISIBLE,
@@ -656,8 +657,7 @@ def test_values_for_keeps_only_values_that_suit_the_category(tax: Taxonomy) -> N
 
 
 def test_the_sample_store_ground_truth_uses_applicable_values(tax: Taxonomy) -> None:
-    catalog = pytest.importorskip("lookbench_live.sample_store.catalog")
-    for product in catalog.build_catalog():
+    for product in build_catalog():
         category = tax.normalize_category(product.category)
         for group, value in product.attributes.items():
             assert tax.value_applies(category, group, value), (product.category, group, value)
