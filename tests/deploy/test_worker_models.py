@@ -22,7 +22,7 @@ from lookbench_live.config import load_settings
 from lookbench_live.evaluation.embedders import FAMILY_DISTRIBUTIONS, family_of
 from lookbench_live.evaluation.model_spec import parse_model_spec, resolve_folder
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "deploy" / "worker.Dockerfile"
 
 

@@ -16,7 +16,7 @@ from report_fixtures import MODELS, RELEASES, XSS_CATEGORY, XSS_MODEL, crowded_l
 from lookbench_live.evaluation import charts
 from lookbench_live.evaluation.report import write_report
 
-ARTIFACTS = Path(__file__).parent / "artifacts"
+ARTIFACTS = Path(__file__).parents[1] / "artifacts"
 
 
 @pytest.fixture(scope="module")

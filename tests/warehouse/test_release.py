@@ -276,7 +276,7 @@ def test_released_sha256s_includes_raw_photos(lake: Lake) -> None:
 KILLER = textwrap.dedent(
     """
     import os, signal, sys
-    sys.path.insert(0, {tests!r})
+    sys.path[:0] = [{tests!r}, {here!r}]  # the shared helpers, and this module (PlainTaxonomy)
     import lakefill
     from lookbench_live.warehouse import lake as lake_mod, release as release_mod
     from lookbench_live.warehouse.lake import Lake
@@ -307,7 +307,11 @@ def test_sigkill_during_build_leaves_no_release_or_the_complete_one(tmp_path: Pa
     lakefill.fill(reference_lake)
     reference = build(reference_lake)
     script = tmp_path / "killer.py"
-    script.write_text(KILLER.format(tests=str(Path(__file__).parent), home=str(home), extra=HELD))
+    script.write_text(
+        KILLER.format(
+            tests=str(Path(__file__).parents[1]), here=str(Path(__file__).parent), home=str(home), extra=HELD
+        )
+    )
     outcomes = set()
     for kill_at in (1, 4, 9, 11, 13, 14):
         proc = subprocess.run(

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from lookbench_live.config import Settings, load_settings
 from lookbench_live.flows.models import ModelPullError, ModelRef, configured_models, pull_models, register
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TOML = ROOT / "deploy" / "lookbench.toml"
 
 

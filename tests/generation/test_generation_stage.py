@@ -318,7 +318,9 @@ KILLED_RUN = textwrap.dedent(
 @pytest.mark.slow
 def test_a_sigkilled_run_resumes_and_writes_no_duplicates(tmp_path):
     lake_dir = tmp_path / "lake"
-    script = KILLED_RUN.format(tests=str(Path(__file__).parent), model=str(tiny_dir()), lake=str(lake_dir))
+    script = KILLED_RUN.format(
+        tests=str(Path(__file__).parents[1]), model=str(tiny_dir()), lake=str(lake_dir)
+    )
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, timeout=300)
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]

@@ -15,7 +15,7 @@ from lookbench_live.scrapers.items import CrawlItem
 from lookbench_live.scrapers.pipelines import LakePipeline
 from lookbench_live.warehouse.lake import Lake
 
-CORPUS = Path(__file__).parent / "corpus"
+CORPUS = Path(__file__).parents[2] / "corpus"
 PAGE = (CORPUS / "payloads" / "ms_overstock.html").read_text(encoding="utf-8")
 URL = "https://www.overstock.com/Home-Garden/Certified-International-Elegance-Canape-Plates-Set-of-6/29099468/product.html"
 # The same page as other templates write it: the sku only in the offer; a blank sku.

@@ -21,7 +21,7 @@ from lookbench_live.warehouse.card import dataset_card
 from lookbench_live.warehouse.lake import Lake
 from lookbench_live.warehouse.release import verify_release
 
-OLD_LAKE = Path(__file__).parent / "fixtures" / "lake-before-freshness.tar.gz"
+OLD_LAKE = Path(__file__).parents[1] / "fixtures" / "lake-before-freshness.tar.gz"
 
 
 def test_declared_features_are_what_datasets_reads_and_writes() -> None:

@@ -87,7 +87,7 @@ T0 = dt.datetime(2026, 11, 1, tzinfo=UTC)
 # A lake written by the tree before the freshness rules (commit 3b43d6c, in its own checkout and
 # interpreter; tests/fixtures/README.md says how): its first crawl stamped the catalogue and a
 # release was built on it. Committed bytes, so the test runs wherever the suite does.
-OLD_LAKE = Path(__file__).parent / "fixtures" / "lake-before-freshness.tar.gz"
+OLD_LAKE = Path(__file__).parents[1] / "fixtures" / "lake-before-freshness.tar.gz"
 
 
 def test_a_lake_written_before_the_rules_upgrades_without_re_dating_or_re_keying(tmp_path: Path) -> None:

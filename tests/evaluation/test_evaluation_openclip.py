@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STACK = Path(os.environ.get("LOOKBENCH_OPENCLIP_ENV", ROOT / ".venv-openclip"))
 SHIM = ROOT / "scripts" / "openclip_shim"
 

@@ -12,7 +12,7 @@ import pytest
 from lookbench_live.scrapers.extract import decode_body, extract_document
 from lookbench_live.scrapers.extract.html_fallback import currency_of
 
-CORPUS = Path(__file__).parent / "corpus"
+CORPUS = Path(__file__).parents[2] / "corpus"
 
 
 def _extract(name: str):

@@ -5,7 +5,7 @@ right when the extractor's value matches; a stated fact that comes out missing o
 wrong; a colour or material that comes out where the page states none (or a different one) is
 *invented*, counts as wrong, and must never happen: a wrong fact is worse than a missing one.
 
-Run `python tests/test_extract_corpus.py` for the per-payload table.
+Run `python tests/scrapers/extract/test_extract_corpus.py` for the per-payload table.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pytest
 from lookbench_live.schema.taxonomy import default_taxonomy
 from lookbench_live.scrapers.extract import decode_body, extract_document
 
-CORPUS = Path(__file__).parent / "corpus"
+CORPUS = Path(__file__).parents[2] / "corpus"
 FACTS = (
     "title", "price", "currency", "image", "brand", "product_id", "availability", "color", "material",
     "category",

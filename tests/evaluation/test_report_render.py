@@ -17,7 +17,7 @@ from lookbench_live.evaluation.report import default_report_path, previous_versi
 from lookbench_live.schema.records import Annotation, Audit, DedupDecision, ImageRecord, Rejection
 from lookbench_live.warehouse.lake import Lake
 
-ARTIFACTS = Path(__file__).parent / "artifacts"
+ARTIFACTS = Path(__file__).parents[1] / "artifacts"
 V1, V2 = "v20261001", "v20261101"
 NOW = dt.datetime(2026, 11, 2, tzinfo=dt.UTC)
 

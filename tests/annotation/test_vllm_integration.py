@@ -47,7 +47,7 @@ from lookbench_live.testing.vllm_integration.tiny_qwen import TinyQwen, build_ti
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(420)]
 
-ARTIFACTS = Path(__file__).parent / "artifacts"
+ARTIFACTS = Path(__file__).parents[1] / "artifacts"
 SERVED_NAME = "tiny-qwen2.5-vl"
 MAX_TOKENS = 768  # bounded; a full dress answer is far shorter under the grammar
 

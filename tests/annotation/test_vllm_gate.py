@@ -108,7 +108,7 @@ def _run_integration_test(tmp_path: Path, **env: str) -> subprocess.CompletedPro
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
          str(TESTS / "test_vllm_integration.py"), "-k", "validate"],
-        capture_output=True, text=True, env=environment, timeout=240, check=False, cwd=TESTS.parent,
+        capture_output=True, text=True, env=environment, timeout=240, check=False, cwd=TESTS.parents[1],
     )  # fmt: skip
 
 

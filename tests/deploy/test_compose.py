@@ -24,7 +24,7 @@ import yaml
 
 from lookbench_live.config import load_settings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
 TOML = ROOT / "deploy" / "lookbench.toml"
 DOCKERFILE = ROOT / "deploy" / "worker.Dockerfile"

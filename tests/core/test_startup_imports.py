@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-PAGE = Path(__file__).parent / "corpus" / "payloads" / "page_weekday-sale.html"
+PAGE = Path(__file__).parents[1] / "corpus" / "payloads" / "page_weekday-sale.html"
 HEAVY = ("pyarrow", "pandas", "numpy", "faiss", "torch", "extruct", "rdflib", "bs4", "requests",
          "duckdb", "prefect", "lookbench_live.dedup.decide", "lookbench_live.schema.records")  # fmt: skip
 PROBE = """

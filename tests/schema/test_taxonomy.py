@@ -22,7 +22,7 @@ from lookbench_live.schema.taxonomy import (
     values_match,
 )
 
-PACKAGED = Path(__file__).resolve().parents[1] / "schema" / "taxonomy.json"
+PACKAGED = Path(__file__).resolve().parents[2] / "schema" / "taxonomy.json"
 
 
 @pytest.fixture(scope="module")
@@ -558,7 +558,7 @@ def test_cli_bad_file_exits_1(taxonomy_app: typer.Typer, tmp_path: Path) -> None
 
 # -- issue 13: the published benchmark's language, Fashionpedia, applies, multi ------------------
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "taxonomy.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "taxonomy.md"
 FASHIONPEDIA = Path("/work/shared/taxonomies/fashionpedia-ontology.json")
 
 
