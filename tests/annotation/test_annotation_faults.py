@@ -54,7 +54,7 @@ def settings(server: LoopbackServer, **overrides) -> AnnotationSettings:
         flush_rows=4,
         concurrency=4,
         # These tests inject faults into a product photo's one attributes request; the product
-        # box's grounding request (on by default) is tested in tests/test_product_box.py.
+        # box's grounding request (on by default) is tested in tests/warehouse/test_product_box.py.
         product_boxes=False,
     )
     values.update(overrides)

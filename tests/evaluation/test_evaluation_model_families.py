@@ -4,7 +4,7 @@ Each tiny model is built from a config (no weights downloaded), laid out in a fo
 Hugging Face cache the way `models pull` leaves it, loaded with `load_embedder` and scored on the
 shared small release. GR-Lite is checked against transformers' DINOv3 (RoPE included) with the
 model card's preprocessing. open_clip and transformers' DINOv3 processor need torchvision, which
-this environment lacks: tests/test_evaluation_openclip.py runs them in the `.venv-openclip` stack.
+this environment lacks: tests/evaluation/test_evaluation_openclip.py runs them in the `.venv-openclip` stack.
 """
 
 from __future__ import annotations
@@ -187,7 +187,7 @@ def test_dinov3_without_torchvision_names_the_missing_package(tmp_path):
     except Exception:
         pass
     else:  # pragma: no cover - the openclip stack's test covers DINOv3 where torchvision imports
-        pytest.skip("torchvision imports here: tests/test_evaluation_openclip.py loads DINOv3")
+        pytest.skip("torchvision imports here: tests/evaluation/test_evaluation_openclip.py loads DINOv3")
     from transformers import DINOv3ViTImageProcessor
 
     folder = tmp_path / "dinov3"

@@ -4,7 +4,7 @@ What a new user does: write a TOML with three `[[crawl.sites]]` (schema_org, sho
 woocommerce) on one loopback host with `allow_private_addresses = true`, and run
 `lookbench-live refresh --config` on it. The products and their images must reach the
 release's real subsets: before the fix every image was refused as `blocked_address` and the
-run still exited 0 with empty real subsets. tests/test_ingest_sites.py checks the per-site
+run still exited 0 with empty real subsets. tests/ingest/test_ingest_sites.py checks the per-site
 allowance in detail; this one checks the whole command a user runs.
 """
 

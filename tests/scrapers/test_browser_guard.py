@@ -174,7 +174,7 @@ if (navigator.serviceWorker) navigator.serviceWorker.register("/sw.js").catch(()
 </script></body></html>"""
 
 SITECUSTOMIZE = """
-# Installed by tests/test_browser_guard.py: the crawl subprocess's proxy resolves `rebind.test`
+# Installed by tests/scrapers/test_browser_guard.py: the crawl subprocess's proxy resolves `rebind.test`
 # to a public address at the first lookup and to loopback at every later one.
 from lookbench_live.scrapers import browser_guard, netguard
 _count = [0]
