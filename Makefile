@@ -46,7 +46,8 @@ test: setup vllm-venv openclip-env
 	$(PY) scripts/package_checks.py imports
 	$(PY) scripts/package_checks.py types
 	# Two workers, a test module each at a time: CI stays well under its 30 minutes.
-	LOOKBENCH_REQUIRE_VLLM=1 LOOKBENCH_REQUIRE_OPENCLIP=1 $(VENV)/bin/pytest -q -n 2 --dist loadfile
+	# A required stack that is missing fails its tests rather than skipping them (setup installs each).
+	LOOKBENCH_REQUIRE_VLLM=1 LOOKBENCH_REQUIRE_OPENCLIP=1 LOOKBENCH_REQUIRE_BROWSER=1 $(VENV)/bin/pytest -q -n 2 --dist loadfile
 
 lint: setup
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 
 from lookbench_live.config import CrawlSettings, SiteSettings
+from lookbench_live.sample_store.server import SampleStore
 from lookbench_live.scrapers.crawl import run_crawl, state_dir
-from lookbench_live.scrapers.sample_store import SampleStore
 from lookbench_live.warehouse.lake import Lake
 
 PLAIN_SPIDER = r"""

@@ -8,7 +8,7 @@ another garment of its kind), chooses each threshold on the calibration split on
 recall at the stated precision), and prints precision and recall on the calibration and the
 held-out split. The defaults in `core/config.py` (`STUDIO_MIN_FLAT_BORDER`,
 `BASELINE_LOOK_MIN_SIMILARITY`) and the table in docs/release.md come from this script;
-`tests/test_evidence_checks.py` scores the held-out split against them. `--embedder` calibrates
+`tests/warehouse/test_evidence_checks.py` scores the held-out split against them. `--embedder` calibrates
 `evidence.conditioned_min_similarity` for another embedder (an `evaluation.models` spec).
 """
 

@@ -26,7 +26,7 @@ VERSION = "v20261201"
 
 
 class PlainTaxonomy:
-    """The test lake's labels as they are (as tests/test_release.py builds it)."""
+    """The test lake's labels as they are (as tests/warehouse/test_release.py builds it)."""
 
     version = "bench"
 

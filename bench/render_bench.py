@@ -23,8 +23,9 @@ import time
 from pathlib import Path
 
 from lookbench_live.config import CrawlSettings
+from lookbench_live.sample_store.server import SampleStore
+from lookbench_live.sample_store.sites import sample_sites
 from lookbench_live.scrapers.crawl import run_crawl, state_dir
-from lookbench_live.scrapers.sample_store import SampleStore, sample_sites
 from lookbench_live.warehouse.lake import Lake
 
 

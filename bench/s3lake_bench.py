@@ -3,7 +3,7 @@
     .venv/bin/python bench/s3lake_bench.py [--fragments 40] [--reads 20]
 
 `Lake("s3://…")` opens s3fs with `use_listings_cache=False` so a long-lived process sees what
-other processes commit (tests/test_s3_lake.py). This measures, against the same moto server:
+other processes commit (tests/warehouse/test_s3_lake.py). This measures, against the same moto server:
 - `append` of N one-row fragments (each append lists the table to find committed keys);
 - R full reads of the table (`Lake.read`: on object stores one concurrent GET per fragment),
   R `keys()` calls, and R reads through a plain pyarrow dataset over the fsspec filesystem

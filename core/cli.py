@@ -29,6 +29,7 @@ from lookbench_live.flows import cli as flows_cli
 from lookbench_live.flows import models as models_cli
 from lookbench_live.generation import cli as generation_cli
 from lookbench_live.interrupt import Interrupted
+from lookbench_live.sample_store import cli as sample_store_cli
 from lookbench_live.schema import cli as schema_cli
 from lookbench_live.scrapers import cli as scrapers_cli
 from lookbench_live.terminal import configure_terminal
@@ -101,6 +102,7 @@ def _options(
 STAGE_CLIS = (
     flows_cli,
     scrapers_cli,
+    sample_store_cli,
     dedup_cli,
     generation_cli,
     annotation_cli,

@@ -269,7 +269,7 @@ def load_embedder(
 
 # What each family imports beyond the core dependencies, as the distributions that provide it:
 # the worker image must install these for every model deploy/lookbench.toml names
-# (tests/test_worker_models.py). DINOv3's transformers image processor needs torchvision.
+# (tests/deploy/test_worker_models.py). DINOv3's transformers image processor needs torchvision.
 FAMILY_DISTRIBUTIONS = {
     "open_clip": ("open_clip_torch", "ftfy", "timm", "torchvision"),
     "gr_lite": ("transformers", "safetensors"),

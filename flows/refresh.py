@@ -145,11 +145,8 @@ def crawl(run: Run) -> Run:
 
 
 def ingest(run: Run) -> Run:
-    allow_private = run.spec.sample_store_url is not None
     shards = stages.pending_shards(run.spec)
-    futures = [
-        stages.ingest_shard.submit(run.spec, shard, str(i), allow_private) for i, shard in enumerate(shards)
-    ]
+    futures = [stages.ingest_shard.submit(run.spec, shard, str(i)) for i, shard in enumerate(shards)]
     run.record(*(f.result() for f in futures))
     return run
 

@@ -57,7 +57,7 @@ def serve_sample_store(
     if settings.crawl.sites or not serve:
         yield None
         return
-    from lookbench_live.scrapers.sample_store import SampleStore
+    from lookbench_live.sample_store.server import SampleStore
 
     per_week = settings.crawl.sample_products_per_week
     with SampleStore(port=port, clock=clock, products_per_week=per_week) as store:
@@ -90,7 +90,7 @@ def sites_for(spec: RunSpec, settings: Settings) -> list[SiteSettings]:
         return list(settings.crawl.sites)
     if spec.sample_store_url is None:
         raise RuntimeError("no crawl.sites configured and no sample store running")
-    from lookbench_live.scrapers.sample_store import sample_sites
+    from lookbench_live.sample_store.sites import sample_sites
 
     return sample_sites(spec.sample_store_url, settings.crawl.sample_products_per_week)
 
@@ -263,21 +263,17 @@ def crawl_all(spec: RunSpec, settings: Settings) -> list[SiteOutcome]:
 
 @task(name="ingest-images", task_run_name="ingest-images-{shard}")
 @stoppable
-def ingest_shard(spec: RunSpec, requests: Sequence[Any], shard: str, allow_private: bool) -> dict[str, Any]:
+def ingest_shard(spec: RunSpec, requests: Sequence[Any], shard: str) -> dict[str, Any]:
     settings, lake = _context(spec)
     from lookbench_live.ingest import ingest_images, site_download_delays, site_private_hosts
 
-    ingest = (
-        settings.ingest.model_copy(update={"allow_private_addresses": True})
-        if allow_private
-        else settings.ingest
-    )
     # A site configured with allow_private_addresses gets its images on the same terms
-    # (its own origin and its listed image_hosts); nothing else private is allowed. Images
-    # are paced by their site's download_delay and carry the crawl's contact in the agent.
-    sites = settings.crawl.sites
+    # (its own origin and its listed image_hosts); nothing else private is allowed. The
+    # sample store's sites are such sites (no global allowance for the embedded default).
+    # Images are paced by their site's download_delay and carry the crawl's contact in the agent.
+    sites = sites_for(spec, settings)
     result = ingest_images(
-        lake, ingest, list(requests), spec.run_key, private_hosts=site_private_hosts(sites),
+        lake, settings.ingest, list(requests), spec.run_key, private_hosts=site_private_hosts(sites),
         site_delays=site_download_delays(sites), contact=settings.crawl.contact_url,
     )  # fmt: skip
     return {"shard": shard, **_summary(result)}

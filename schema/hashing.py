@@ -74,7 +74,7 @@ def hash_image(image: Image.Image) -> ImageHashes:
     # Resize once: phash of the 32x32 image equals phash of `gray` (imagehash resizes to 32x32
     # with the same filter and skips a same-size resize), and mirroring 32x32 pixels instead of
     # the whole decode is the cheap way to the mirrored hash (`_phash` equals `imagehash.phash`
-    # on them: tests/test_hashing.py). dHash's 9x8 comes from the same 32x32 (a second Lanczos
+    # on them: tests/schema/test_hashing.py). dHash's 9x8 comes from the same 32x32 (a second Lanczos
     # pass over the whole decode cost as much as the first).
     small = gray.resize((PHASH_INPUT, PHASH_INPUT), Image.Resampling.LANCZOS)
     pixels = np.asarray(small, dtype=np.float64)

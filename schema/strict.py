@@ -17,7 +17,7 @@ the Structured Outputs guide) and the limits its 400 messages quote:
   enum of more than 250 values at most 15,000 characters in it.
 
 vLLM's guided decoding accepts more; a schema that passes here is the common subset both
-serve, which is what the annotation and judge schemas are held to (tests/test_multi_value.py).
+serve, which is what the annotation and judge schemas are held to (tests/annotation/test_multi_value.py).
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""`lookbench-live extract` and `lookbench-live sample-store`."""
+"""`lookbench-live extract`."""
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -12,7 +11,6 @@ import typer
 
 def register(app: typer.Typer) -> None:
     app.command("extract")(extract_command)
-    app.command("sample-store")(sample_store_command)
 
 
 def extract_command(
@@ -116,15 +114,3 @@ def _fetch(url: str, allow_private: bool) -> tuple[bytes, str | None, str]:
                     raise RuntimeError(f"{url}: {exc.detail}") from None
                 return body, response.headers.get("content-type"), str(response.url)
     raise RuntimeError(f"{url}: more than {MAX_REDIRECTS} redirects")
-
-
-def sample_store_command(
-    port: Annotated[int, typer.Option("--port", help="port on 127.0.0.1 (0: any free port)")] = 8765,
-) -> None:
-    """Serve the sample fashion store on 127.0.0.1 until interrupted."""
-    from lookbench_live.scrapers.sample_store import SampleStore
-
-    store = SampleStore(port=port)
-    print(f"sample store at {store.base_url} (Ctrl-C to stop)", flush=True)
-    with contextlib.suppress(KeyboardInterrupt):
-        store.serve_forever()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Debian packages the pipeline and its tests use: chromium (Playwright drives it by path) and
-# docker-compose 1.29 (tests/test_compose.py validates docker-compose.yml with it; no engine needed)
+# docker-compose 1.29 (tests/deploy/test_compose.py validates docker-compose.yml with it; no engine needed)
 # and jpegtran (libjpeg-turbo-progs: ingestion turns EXIF-rotated JPEGs upright losslessly).
 set -euo pipefail
 need=()

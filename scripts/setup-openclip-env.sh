@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install the `models` extra's packages (open_clip_torch, ftfy, timm, torchvision) into a folder
-# beside the project venv, for tests/test_evaluation_openclip.py.
+# beside the project venv, for tests/evaluation/test_evaluation_openclip.py.
 #
 # Why not the project venv: PyPI's torchvision is a CUDA build that cannot import beside this
 # machine's CPU torch without a shim (scripts/openclip_shim/sitecustomize.py), and a broken

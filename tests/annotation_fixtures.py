@@ -8,11 +8,11 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import factories
 from PIL import Image, ImageDraw
 
 from lookbench_live.schema.records import (
     DedupDecision,
-    Generation,
     ImageRecord,
     Look,
     Product,
@@ -186,26 +186,12 @@ def build_lake(home: Path, *, extra_products: int = 0) -> Fixture:
     ):
         sha = add_image(gid, "generation", gid, seed=600 + n, size=(256, 256))
         gens.append(
-            Generation(
-                generation_id=gid,
-                subset=subset,  # type: ignore[arg-type]
-                role=role,  # type: ignore[arg-type]
+            factories.generation(
+                gid,
+                subset=subset,
+                role=role,
                 item_ids=[i["item_id"] for i in items],
-                model="tiny",
-                pipeline_class="StableDiffusionPipeline",
-                prompt="a photo",
-                negative_prompt="",
-                template_version="t1",
-                seed=1,
-                steps=2,
-                guidance=1.0,
-                width=256,
-                height=256,
-                scheduler="ddim",
-                device="cpu",
-                dtype="float32",
                 requested_attributes_json=json.dumps(items),
-                status="ok",
                 sha256=sha,
                 first_seen_at=now,
             )

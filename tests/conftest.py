@@ -8,6 +8,7 @@ Fixtures every module shares live here (helpers they build on: `*_fixtures.py` b
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +34,26 @@ if os.environ.get("PYTEST_XDIST_WORKER") and "PREFECT_HOME" not in os.environ:
     os.environ["PREFECT_HOME"] = str(_home)
 
 CLI = str(Path(sys.executable).parent / "lookbench-live")
+
+
+def required(variable: str) -> bool:
+    """Whether `variable` (LOOKBENCH_REQUIRE_*) turns a missing tool into a failure, not a skip."""
+    return os.environ.get(variable, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked `browser` needs Debian's chromium: skipped without it, unless
+    LOOKBENCH_REQUIRE_BROWSER is set (`make test`, whose `make setup` installs it), when a
+    missing chromium fails the test instead of hiding it."""
+    if item.get_closest_marker("browser") is None or shutil.which("chromium"):
+        return
+    if required("LOOKBENCH_REQUIRE_BROWSER"):
+        pytest.fail(
+            "LOOKBENCH_REQUIRE_BROWSER is set but Debian's chromium is missing: apt-get install -y chromium"
+        )
+    pytest.skip(
+        "needs Debian's chromium (apt-get install -y chromium); LOOKBENCH_REQUIRE_BROWSER=1 makes this a failure"
+    )
 
 
 @pytest.fixture(scope="session")

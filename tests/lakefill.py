@@ -9,17 +9,15 @@ import datetime as dt
 import io
 import json
 
+import factories
 from PIL import Image, ImageDraw
 
 from lookbench_live.schema.hashing import hash_image
 from lookbench_live.schema.records import (
     Annotation,
     BoxSource,
-    DedupDecision,
-    Generation,
     ImageRecord,
     Look,
-    Product,
     product_key,
 )
 from lookbench_live.warehouse.lake import Lake
@@ -123,16 +121,7 @@ def fill(
         attrs = {"color": COLORS[n % 10], "material": mat}
         urls = [f"https://shop.example/img/{pid}-{k}.jpg" for k in range(3)]
         rows_p.append(
-            Product(
-                product_id=pid,
-                source="shop",
-                platform="shopify",
-                url=f"https://shop.example/p/{pid}",
-                title=f"{attrs['color']} {mat} {cat}",
-                images=urls,
-                first_seen_at=seen,
-                content_hash=f"h{pid}",
-            )
+            factories.product(pid, title=f"{attrs['color']} {mat} {cat}", images=urls, first_seen_at=seen)
         )
         for k, url in enumerate(urls):
             rec = _image(
@@ -146,9 +135,7 @@ def fill(
                 seen=seen,
             )
             rows_i.append(rec)
-            rows_d.append(
-                DedupDecision(sha256=rec.sha256, hash_method=rec.hash_method, decision="kept", run_id="t")
-            )
+            rows_d.append(factories.kept(rec))
             rows_a.append(_ann(rec.sha256, cat, attrs))
     for m in range(looks):
         seen = start + dt.timedelta(days=1, hours=m)
@@ -187,9 +174,7 @@ def fill(
             seen=seen,
         )
         rows_i.append(rec)
-        rows_d.append(
-            DedupDecision(sha256=rec.sha256, hash_method=rec.hash_method, decision="kept", run_id="t")
-        )
+        rows_d.append(factories.kept(rec))
         for box in boxes:
             n = keys.index(box["ref"])
             attrs = {"color": COLORS[n % 10], "material": MATERIALS[(n // 4) % 4]}
@@ -226,31 +211,19 @@ def fill(
             seen=seen,
         )
         rows_i.append(rec)
-        rows_d.append(
-            DedupDecision(sha256=rec.sha256, hash_method=rec.hash_method, decision="kept", run_id="t")
-        )
+        rows_d.append(factories.kept(rec))
         rows_g.append(
-            Generation(
-                generation_id=gid,
+            factories.generation(
+                gid,
                 subset=subset,
                 role=role,
                 item_ids=items,
-                model="tiny",
                 model_is_tiny_local=True,
-                pipeline_class="StableDiffusionPipeline",
                 prompt="a red leather dress",
-                negative_prompt="",
-                template_version="t1",
                 seed=s,
-                steps=2,
-                guidance=1.0,
                 width=128,
                 height=128,
                 scheduler="PNDM",
-                device="cpu",
-                dtype="float32",
-                requested_attributes_json="[]",
-                status="ok",
                 sha256=rec.sha256,
                 first_seen_at=seen,
             )

@@ -1,4 +1,4 @@
-"""Run by tests/test_evaluation_openclip.py inside the `.venv-openclip` stack (torchvision, timm,
+"""Run by tests/evaluation/test_evaluation_openclip.py inside the `.venv-openclip` stack (torchvision, timm,
 open_clip, ftfy beside the main venv): each family that needs torchvision, built tiny from a
 config, laid out in a Hugging Face cache as `models pull` leaves it, loaded by our production
 path and by the reference implementation on the same weights, then scored on the small release.

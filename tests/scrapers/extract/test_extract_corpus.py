@@ -1,0 +1,226 @@
+"""Extraction measured on real retailer payloads (tests/corpus, sources in tests/corpus/SOURCES.md).
+
+Each payload has hand-written expected facts (tests/corpus/expected/<name>.json). A fact is
+right when the extractor's value matches; a stated fact that comes out missing or different is
+wrong; a colour or material that comes out where the page states none (or a different one) is
+*invented*, counts as wrong, and must never happen: a wrong fact is worse than a missing one.
+
+Run `python tests/scrapers/extract/test_extract_corpus.py` for the per-payload table.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lookbench_live.schema.taxonomy import default_taxonomy
+from lookbench_live.scrapers.extract import decode_body, extract_document
+
+CORPUS = Path(__file__).parents[2] / "corpus"
+FACTS = (
+    "title", "price", "currency", "image", "brand", "product_id", "availability", "color", "material",
+    "category",
+)  # fmt: skip
+NO_INVENTION = ("color", "material")  # absent or different in expected = invented
+# Every payload belongs to one split: "dev" (the rules were written looking at these) or
+# "heldout" (42 payloads set aside before labelling, scored once per change, never tuned on).
+SPLITS = ("dev", "heldout")
+
+
+def _norm(text: Any) -> str:
+    plain = unicodedata.normalize("NFKC", str(text)).casefold()
+    return " ".join(re.sub(r"[^\w%]+", " ", plain).split())
+
+
+def _composition(text: str) -> set[tuple[str, str]]:
+    """{(percent, fibre)} of "41% Baumwolle, 33% Viskose" or "Baumwolle 60%; Polyester 40%"."""
+    pairs = re.findall(r"(\d{1,3})\s*%\s*([^\W\d_]+)", text)
+    pairs += [(p, w) for w, p in re.findall(r"([^\W\d_]+)\s+(\d{1,3})\s*%", text)]
+    return {(p, w.casefold()) for p, w in pairs}
+
+
+def _same(fact: str, got: Any, want: Any) -> bool:
+    if isinstance(want, list) and fact != "category":
+        return any(_same(fact, got, w) for w in want)
+    if got is None or want is None:
+        return got is None and want is None
+    if fact == "price":
+        try:
+            return Decimal(str(got)) == Decimal(str(want))
+        except InvalidOperation:
+            return False
+    if fact == "category":
+        return [_norm(c) for c in got] == [_norm(c) for c in want]
+    if fact == "color":
+        taxonomy = default_taxonomy()
+        a, b = taxonomy.normalize_value("color", str(got)), taxonomy.normalize_value("color", str(want))
+        return (a is not None and a == b) or _norm(got) == _norm(want)
+    if fact == "material":
+        a, b = _composition(str(got)), _composition(str(want))
+        return a == b if (a or b) else _norm(got) == _norm(want)
+    if fact == "image":
+        return str(got).strip() == str(want).strip()
+    return _norm(got) == _norm(want)
+
+
+def _value(product: dict[str, Any] | None, fact: str) -> Any:
+    if product is None:
+        return None
+    if fact == "image":
+        return (product.get("images") or [None])[0]
+    if fact == "category":
+        return product.get("category_path") or None
+    return product.get(fact)
+
+
+@dataclass
+class Score:
+    right: int = 0
+    total: int = 0
+    invented: list[str] = field(default_factory=list)
+    misses: list[str] = field(default_factory=list)
+
+    @property
+    def accuracy(self) -> float:
+        return self.right / self.total if self.total else 1.0
+
+
+def measure() -> tuple[dict[str, Score], list[tuple[str, str, Score]]]:
+    """Scores by group ("all", "messy", "clean", and per platform) and per payload (name, split, score)."""
+    groups: dict[str, Score] = {}
+    rows = []
+    for path in sorted((CORPUS / "expected").glob("*.json")):
+        case = json.loads(path.read_text(encoding="utf-8"))
+        payload = next((CORPUS / "payloads").glob(path.stem + ".*"))
+        extraction = extract_document(decode_body(payload.read_bytes()), case["url"])
+        product = extraction.products[0].to_json() if extraction.products else None
+        score = Score()
+        for fact in FACTS:
+            if fact not in case["facts"]:
+                continue
+            want, got = case["facts"][fact], _value(product, fact)
+            stated = want is not None
+            if not stated and (got is None or fact == "product_id"):
+                continue  # every product has a key; one the page does not state is not a fact
+            score.total += 1
+            if _same(fact, got, want):
+                score.right += 1
+                continue
+            score.misses.append(f"{fact}: got {got!r}, want {want!r}")
+            if got is not None and (fact in NO_INVENTION or not stated):
+                score.invented.append(f"{payload.name}: {fact} {got!r} (want {want!r})")
+        split = case.get("split", "dev")
+        rows.append((payload.name, split, score))
+        kind = "messy" if case["messy"] else "clean"
+        keys = [split, f"{split}:{kind}", f"{split}:platform:{case['platform']}"]
+        for key in keys:
+            group = groups.setdefault(key, Score())
+            group.right += score.right
+            group.total += score.total
+            group.invented += score.invented
+    return groups, rows
+
+
+def report(groups: dict[str, Score]) -> str:
+    return "\n".join(
+        f"{key:28s} {g.right:4d}/{g.total:<4d} {100 * g.accuracy:6.1f}%  invented={len(g.invented)}"
+        for key, g in sorted(groups.items())
+    )
+
+
+def test_corpus_is_real_sized_and_documented():
+    payloads = sorted((CORPUS / "payloads").iterdir())
+    expected = {p.stem for p in (CORPUS / "expected").glob("*.json")}
+    assert len(payloads) >= 40
+    assert {p.name.rsplit(".", 1)[0] for p in payloads} == expected
+    assert all(p.stat().st_size < 200_000 for p in payloads)
+    assert sum(p.stat().st_size for p in payloads) < 5_000_000
+    splits = [
+        json.loads(p.read_text(encoding="utf-8")).get("split", "dev")
+        for p in (CORPUS / "expected").glob("*.json")
+    ]
+    assert set(splits) == set(SPLITS) and splits.count("heldout") >= 40
+    sources = (CORPUS / "SOURCES.md").read_text(encoding="utf-8")
+    assert all(p.name in sources for p in payloads)
+
+
+# Kept by the issue for independent checks: never a source of this corpus.
+EXCLUDED = {
+    "scrapinghub/product-extraction-benchmark",
+    "wooden-ships-knits/scrapping-bot",
+    "stevehaigh/vinted-scanner",
+    "whyslab/price-intelligence",
+    "a7medg0l0l/khsomat",
+}
+
+
+def test_every_payload_names_its_public_source_and_none_is_excluded():
+    rows = {}
+    for line in (CORPUS / "SOURCES.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 8 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = cells
+    assert set(rows) == {p.name for p in (CORPUS / "payloads").iterdir()}
+    for name, (_, _lang, platform, messy, repo, path, commit, _how) in rows.items():
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+", repo), name
+        assert repo.casefold() not in EXCLUDED, name
+        assert re.fullmatch(r"`[0-9a-f]{40}`", commit) and path.startswith("`"), name
+        case = json.loads(
+            (CORPUS / "expected" / (name.rsplit(".", 1)[0] + ".json")).read_text(encoding="utf-8")
+        )
+        assert (case["messy"], case["platform"]) == (messy == "yes", platform), name
+    languages = {cells[1] for cells in rows.values()}
+    assert len(languages) >= 3 and len({cells[2] for cells in rows.values()}) >= 4
+
+
+# The issue's goal is 97% of facts (messy 90%) on both splits. Each split is held to what was
+# measured (docs/scrapers.md: dev 465/469, messy 306/310; held-out 152/192, messy 98/138), so a
+# change that loses facts fails here, and to no invented fact. The held-out split does not meet
+# the goal; raise these as it is reached.
+FLOORS = {"dev": (0.99, 0.98), "heldout": (0.79, 0.71)}
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_extraction_accuracy_on_real_payloads(split):
+    groups, rows = measure()
+    print("\n" + report(groups))
+    # Only the dev split's misses are shown: the held-out split is scored by its totals, so that no
+    # rule is written from its individual misses (docs/scrapers.md, "held-out split").
+    for name, payload_split, score in rows:
+        if payload_split == "dev":
+            for miss in score.misses:
+                print(f"  {name}: {miss}")
+    assert not groups[split].invented, groups[split].invented
+    overall, messy = FLOORS[split]
+    assert groups[split].accuracy >= overall, report(groups)
+    assert groups[f"{split}:messy"].accuracy >= messy, report(groups)
+
+
+def test_extract_command_gives_the_measured_facts(cli):
+    """The `lookbench-live extract` command on a messy real page: what the test measures."""
+    import subprocess
+
+    case = json.loads((CORPUS / "expected" / "page_weekday-sale.json").read_text(encoding="utf-8"))
+    page = CORPUS / "payloads" / "page_weekday-sale.html"
+    done = subprocess.run(
+        [cli, "extract", str(page), "--url", case["url"]], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    product = json.loads(done.stdout.splitlines()[0])
+    for fact in ("price", "currency", "color", "material", "image"):
+        assert _same(fact, _value(product, fact), case["facts"][fact]), fact
+
+
+if __name__ == "__main__":
+    found, table = measure()
+    for name, payload_split, score in table:
+        shown = score.misses if payload_split == "dev" else ["(held out: totals only)"]
+        print(f"{name:48s} {score.right}/{score.total}  " + "; ".join(shown))
+    print(report(found))

@@ -1,0 +1,112 @@
+"""The fallbacks of issue 27 on real payloads (tests/corpus): a page with no structured data is
+read from what it shows, each fact names its source, and a page that is not a product gives none."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from lookbench_live.scrapers.extract import decode_body, extract_document
+from lookbench_live.scrapers.extract.html_fallback import currency_of
+
+CORPUS = Path(__file__).parents[2] / "corpus"
+
+
+def _extract(name: str):
+    case = json.loads((CORPUS / "expected" / f"{name}.json").read_text(encoding="utf-8"))
+    payload = next((CORPUS / "payloads").glob(name + ".*"))
+    return extract_document(decode_body(payload.read_bytes()), case["url"])
+
+
+def test_a_page_without_structured_data_is_read_from_what_it_shows():
+    """Amazon.de's Echo Input page: no JSON-LD, microdata or product OpenGraph; a "bought
+    together" widget with other prices comes before the buy box."""
+    product = _extract("shassi_amazon-echo").products[0]
+    assert product.platform == "html"
+    assert (product.price, product.currency) == (Decimal("39.99"), "EUR")
+    assert product.title.startswith("Echo Input (Schwarz)")
+    assert (product.brand, product.product_id, product.availability) == ("Amazon", "B07C76F3P2", "InStock")
+    assert product.sources["price"] == "html:price-element span#priceblock_ourprice"
+    assert product.sources["product_id"] == "url:asin"
+    assert product.sources["title"] == "html:title-element"
+
+
+def test_every_fact_of_a_structured_product_names_its_source():
+    product = _extract("page_greendb_otto-damen-shirt").products[0]
+    assert {product.sources[f] for f in ("title", "price", "currency", "image", "product_id")} == {"jsonld"}
+    # Farah's microdata offer writes "£40.00" and no priceCurrency: the currency is the pound sign's.
+    farah = _extract("bijou_polo-shirt").products[0]
+    assert (farah.currency, farah.sources["currency"], farah.sources["price"]) == (
+        "GBP",
+        "offer price text",
+        "microdata",
+    )
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["mli_smitten-kitchen", "mli_belfusto", "bestellbar_product_page", "shassi_stories-not-in-catalog"],
+)
+def test_a_page_that_is_not_a_product_gives_none(name):
+    """A recipe, a brand article, a stock tracker's log of prices, and a removed product's page
+    (OpenGraph `product` with title "PDP", price "null" and the home page as og:url)."""
+    assert _extract(name).products == []
+
+
+@pytest.mark.parametrize(
+    ("text", "lang", "iso"),
+    [("£49.00", "en", "GBP"), ("EUR 12,99", "de-de", "EUR"), ("209,00€", "fr", "EUR"), ("$8.99", "en-us", "USD"),
+     ("$8.99", "en-gb", None), ("$8.99", "es-mx", None), ("US$ 5", "es", "USD"), ("12.00", "en-us", None),
+     ("R$ 31,99", None, "BRL"), ("₹649", None, "INR"), ("CA$12", "en", "CAD"), ("249 kronor", "sv", "SEK"),
+     ("31 850 грн", "uk", "UAH"), ("¥1200", "ja", None), ("99 kr", "sv", None)],
+)  # fmt: skip
+def test_a_price_texts_currency_is_named_only_when_unambiguous(text, lang, iso):
+    assert currency_of(text, lang) == iso
+
+
+def test_a_listing_gives_no_product_and_a_product_page_skips_its_recommendation_cards():
+    """books.toscrape.com (portia's saved pages): the listing's prices and buttons are all in
+    product cards; the product page shows no buy button of its own, only in "recently viewed"."""
+    assert _extract("portia_books-toscrape-listing").products == []
+    product = _extract("portia_books-toscrape-product").products[0]
+    assert (product.title, product.price, product.currency) == ("Sharp Objects", Decimal("47.82"), "GBP")
+    assert (product.product_id, product.availability) == ("e00eb4fd7b871a48", "InStock")  # UPC row
+    assert product.images == [
+        "http://books.toscrape.com/media/cache/c0/59/c05972805aa7201171b8fc71a5b00292.jpg"
+    ]
+    assert product.sources["image"] == "html:image-alt"
+
+
+def test_other_currencies_and_languages_read_from_what_the_page_shows():
+    """amazon.in (₹, a -91% banner, the byline's "Visit the Dubstep Store") and a VTEX store
+    (R$, "Código:" on the line before the code), neither with structured data."""
+    india = _extract("amzin_dubstep-speaker").products[0]
+    assert (india.price, india.currency, india.brand) == (Decimal("649"), "INR", "Dubstep")
+    assert (india.product_id, india.availability) == ("B0FHHQQNZY", "InStock")
+    assert india.sources["currency"].startswith("html:price-element")
+    vtex = _extract("vtex_meuamigopet-racao").products[0]
+    assert (vtex.price, vtex.currency, vtex.product_id) == (Decimal("31.99"), "BRL", "7797453062251")
+    assert vtex.sources["product_id"] == "html:id"
+
+
+def test_a_markup_product_without_a_name_takes_the_pages_heading():
+    """goldapple.ru: its microdata Product states sku, offer and image but no name or brand; the
+    page's <h1> holds the brand link and the name, read as two phrases."""
+    product = _extract("ga_goldapple-gentle-fluidity-gold").products[0]
+    assert product.title == "Maison Francis Kurkdjian Gentle Fluidity Gold"
+    assert product.brand == "Maison Francis Kurkdjian"
+    assert (product.sources["title"], product.sources["brand"]) == ("html:heading", "html:heading-brand")
+    assert (product.price, product.currency, product.sources["price"]) == (
+        Decimal("22510"),
+        "RUB",
+        "microdata",
+    )
+    assert product.color is None  # "Gold" is the fragrance's name, not a colour the page states
+
+
+def test_a_listing_in_a_javascript_state_gives_no_product():
+    """hotline.ua's search page: its products exist only in `window.__NUXT__`, none is the page's."""
+    assert _extract("hotline_search-listing").products == []
