@@ -50,7 +50,7 @@ def _skip_coercion_of_absent_options() -> None:
     vendored = getattr(typer.core, "_click", None)  # typer's own click, whose errors it reports
     if parameter is None or vendored is None:
         # Another typer than the 0.29 line this was written against: its own path, only slower
-        # (tests/test_startup_imports.py then fails and says so).
+        # (tests/core/test_startup_imports.py then fails and says so).
         return
     coerce = parameter.process_value
 

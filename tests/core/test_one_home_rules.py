@@ -1,6 +1,6 @@
 """Rules with one home (issue 26 §2), each tested once by a table run through every caller:
 drops by reason, the known-dataset limits, the chat endpoint settings, the network constants and
-time parsing. Retry-After and backoff: tests/test_retry_rules.py."""
+time parsing. Retry-After and backoff: tests/core/test_retry_rules.py."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from PIL import Image
 from lookbench_live.schema.hashing import hash_bytes
 from lookbench_live.warehouse.lake import Lake
 
-HISTORY = Path(__file__).resolve().parent.parent / "bench" / "history.py"
+HISTORY = Path(__file__).resolve().parents[2] / "bench" / "history.py"
 
 
 def _history():

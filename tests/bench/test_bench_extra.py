@@ -10,7 +10,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # eval_bench's contender (installed --no-deps: its torchvision fails beside the CPU torch) and the
 # test lake export_bench imports from tests/.
 NOT_IN_THE_EXTRA = {"look_bench", "lakefill"}

@@ -18,7 +18,7 @@ from lookbench_live.scrapers.extract import decode_body, extract_document
 from lookbench_live.scrapers.extract.vlm import SCHEMA, complete_with_vlm
 from lookbench_live.testing.loopback_server import LoopbackServer, free_port
 
-CORPUS = Path(__file__).parent / "corpus"
+CORPUS = Path(__file__).parents[2] / "corpus"
 # systembolaget.se's product header (trimmed copy, no buy control): no markup, and the visible-page
 # rules make no product of it, so only the VLM could.
 SB = "sb_systembolaget-crudo"
