@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import Any, cast
 
 from lookbench_live.terminal import clear_starting, show_starting
 
@@ -117,6 +117,17 @@ for _module in STAGE_CLIS:
     _module.register(app)
 
 
+# typer 0.29 raises its own Exit/Abort and its vendored click's errors, not the click package's:
+# each is matched by its class from both, so a usage error keeps click's message and exit code 2.
+# The vendored class is typed as click's: both carry `show()` and `exit_code`.
+_VENDORED = getattr(typer.core, "_click", None)
+_CLICK_ERRORS: tuple[type[click.ClickException], ...] = (click.ClickException,) + (
+    (cast("type[click.ClickException]", _VENDORED.exceptions.ClickException),)
+    if _VENDORED is not None
+    else ()
+)
+
+
 def main() -> None:
     try:
         _main()
@@ -130,13 +141,13 @@ def _main() -> None:
         code = app(standalone_mode=False)
         if isinstance(code, int) and code:
             sys.exit(code)
-    except click.exceptions.Exit as exc:
+    except (click.exceptions.Exit, typer.Exit) as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, typer.Abort):
         clear_starting()  # the one line starts the line, not after "checking …"
         print("error: aborted", file=sys.stderr)
         sys.exit(130)
-    except click.ClickException as exc:
+    except _CLICK_ERRORS as exc:
         clear_starting()  # the one line starts the line, not after "checking …"
         exc.show()
         sys.exit(exc.exit_code)

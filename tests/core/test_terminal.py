@@ -139,3 +139,16 @@ def test_a_long_stage_shows_its_counts_while_it_runs(monkeypatch: pytest.MonkeyP
     activity.reset()
     activity.count("pages crawled", 12)
     assert column.render(task).plain == "12 pages crawled"
+
+
+def test_a_usage_error_gets_clicks_usage_and_exit_code_2(tmp_path, cli) -> None:
+    """typer raises its vendored click's errors: the entry point still shows the usage and exits
+    2 (a script tells a mistyped option from a failed run), and a bad value names the option."""
+    env = {**os.environ, "LOOKBENCH_HOME": str(tmp_path / "none")}
+    for argv, says in (
+        (["refresh", "--bogus"], "No such option: --bogus"),
+        (["query", "SELECT 1", "--timeout", "soon"], "--timeout"),
+    ):
+        run = subprocess.run([cli, *argv], capture_output=True, text=True, env=env, timeout=60)
+        assert run.returncode == 2, (argv, run.returncode, run.stderr)
+        assert "Usage: lookbench-live" in run.stderr and says in run.stderr, run.stderr
