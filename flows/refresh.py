@@ -657,13 +657,14 @@ def _run_step(step: PipelineStep, run: Run, as_task: bool = True) -> Run:
     return step.fn(run)
 
 
-def steps_for(selected: Sequence[str], pipeline: Sequence[PipelineStep] = PIPELINE) -> list[PipelineStep]:
+def steps_for(selected: Sequence[str], pipeline: Sequence[PipelineStep] | None = None) -> list[PipelineStep]:
     """The pipeline's steps that the selected stages ask for, in order, with what they need.
 
     A selected step's needs are met by the steps that give them: with `release` selected, `stage`
     gives the release folder that audit, evaluate and report read; without it, `review` gives
     the version's committed release (or stages the window's, which `discard` removes after).
     """
+    pipeline = PIPELINE if pipeline is None else pipeline  # looked up per call, not at import
     chosen = set(selected)
     steps = [s for s in pipeline if s.selected_by & chosen]
     needs = {need for s in steps for need in s.needs}
@@ -683,7 +684,7 @@ def run_pipeline(
     selected: Sequence[str],
     *,
     replace: bool,
-    pipeline: Sequence[PipelineStep] = PIPELINE,
+    pipeline: Sequence[PipelineStep] | None = None,
 ) -> dict[str, Any]:
     """Run the selected steps in order; returns the summary the CLI prints and the artifact shows."""
     run = Run(spec=spec, settings=settings, lake=Lake(spec.home), selected=tuple(selected), replace=replace)

@@ -166,7 +166,7 @@ KILLER = textwrap.dedent(
         if stage == "release":
             # Release files are streamed (write_rows), not written whole: die halfway through the
             # fifth file's rows, with its temp file open in the staging folder.
-            from lookbench_live.warehouse import release as release_mod
+            from lookbench_live.warehouse.release import rows as release_mod
             real_rows = release_mod.write_rows
             files = []
             def write_rows(handle, rows, load_image):
@@ -278,14 +278,17 @@ SIGNALLER = textwrap.dedent(
                 return out
             lake_mod.Lake.append = append
         if stage == "commit":  # the commit step has begun, the release's commit has not
+            import dataclasses
             import lookbench_live.flows.refresh as refresh_mod
-            for i, (name, fn, when) in enumerate(refresh_mod.PIPELINE):
-                if name == "commit":
-                    def commit(run, fn=fn):
+            for i, step in enumerate(refresh_mod.PIPELINE):
+                if step.name == "commit":
+                    def commit(run, fn=step.fn):
                         send()
                         return fn(run)
                     refresh_mod.PIPELINE = (
-                        *refresh_mod.PIPELINE[:i], (name, commit, when), *refresh_mod.PIPELINE[i + 1 :]
+                        *refresh_mod.PIPELINE[:i],
+                        dataclasses.replace(step, fn=commit),
+                        *refresh_mod.PIPELINE[i + 1 :],
                     )
 
 
