@@ -13,6 +13,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tarfile
@@ -513,9 +514,14 @@ def test_secrets_used_by_a_run_appear_in_no_output(tmp_path: Path, cli: str) -> 
         )
         watcher = threading.Thread(target=watch_crawls, daemon=True)
         watcher.start()
+        # Any free port: no release of this run is compared with another's, and a fixed one in the
+        # ephemeral range can be taken by the other worker's connections (EADDRINUSE).
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            store_port = probe.getsockname()[1]
         try:
             run = subprocess.run(
-                [cli, "refresh", "--home", str(home), "--as-of", AS_OF, "--port", str(PORT + 7),
+                [cli, "refresh", "--home", str(home), "--as-of", AS_OF, "--port", str(store_port),
                  "--config", str(config)],
                 capture_output=True, text=True, timeout=1500,
                 env={**os.environ, **canaries, "PREFECT_LOGGING_LEVEL": "DEBUG", "PREFECT_HOME": str(prefect_home)},
