@@ -14,6 +14,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import pyarrow.dataset as pads
+
 from lookbench_live.schema.moments import parse_moment
 from lookbench_live.schema.records import Look, Product, Record, Rejection
 from lookbench_live.scrapers.extract.model import LookData, NormalizedProduct
@@ -61,10 +63,14 @@ class LakePipeline:
         # What the lake already knows about this source's products.
         self.first_seen: dict[str, dt.datetime] = {}
         self.known_hashes: set[tuple[str, str]] = set()
-        table = self.lake.read("products", columns=["source", "product_id", "content_hash", "first_seen_at"])
+        # Only this source's rows leave Arrow (the filter is pushed into the scan: row groups
+        # whose statistics exclude the source are skipped), not every site's history as dicts.
+        table = self.lake.read(
+            "products",
+            columns=["product_id", "content_hash", "first_seen_at"],
+            where=pads.field("source") == self.source,
+        )
         for row in table.to_pylist():
-            if row["source"] != self.source:
-                continue
             self.known_hashes.add((row["product_id"], row["content_hash"]))
             seen = row["first_seen_at"]
             if row["product_id"] not in self.first_seen or seen < self.first_seen[row["product_id"]]:
