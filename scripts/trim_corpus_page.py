@@ -12,6 +12,7 @@ the page's visible title, price block and gallery stay as the site served them.
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from lxml import html as lxml_html
@@ -19,6 +20,10 @@ from lxml import html as lxml_html
 from lookbench_live.scrapers.extract import decode_body
 
 DROP_ATTRS = ("style", "srcset", "sizes", "data-srcset", "onclick", "onload", "onerror", "onmouseover")
+# Amazon's analytics attributes (`data-csa-c-*`, `data-cel-widget`, `data-feature-name`): a third of
+# a product page after the other cuts, and no fact. Image attributes (`data-old-hires`,
+# `data-a-dynamic-image`) are kept.
+TRACKING_ATTR = re.compile(r"data-csa-|data-cel-widget$|data-feature-name$")
 
 
 def _drop(element: lxml_html.HtmlElement) -> None:
@@ -86,6 +91,8 @@ def trim(text: str, max_bytes: int) -> str:
         else:
             for attr in DROP_ATTRS:
                 element.attrib.pop(attr, None)
+            for attr in [a for a in element.attrib if TRACKING_ATTR.match(a)]:
+                del element.attrib[attr]
     steps = [
         lambda: [_drop(e) for e in tree.xpath("//header|//footer|//nav")],
         lambda: [
@@ -95,7 +102,14 @@ def trim(text: str, max_bytes: int) -> str:
         ],
         lambda: [_drop(e) for e in tree.xpath("//select")],
         lambda: [_drop(e) for e in tree.xpath("//ul[count(li) > 15]|//ol[count(li) > 15]")],
-        lambda: [_drop(e) for e in tree.xpath("//*[@aria-hidden='true']|//*[@hidden]")],
+        # Hidden blocks, but not one holding the page's gallery: Amazon marks its image block
+        # aria-hidden while its script runs, and `data-old-hires` / `data-a-dynamic-image` are the
+        # main image's only copy outside the scripts.
+        lambda: [
+            _drop(e)
+            for e in tree.xpath("//*[@aria-hidden='true']|//*[@hidden]")
+            if not e.xpath(".//img[@data-old-hires or @data-a-dynamic-image]")
+        ],
         lambda: [_drop_long_attributes(e) for e in tree.iter() if isinstance(e.tag, str)],
         lambda: [_drop(e) for e in tree.xpath(_BLOCKS)],
         lambda: [

@@ -141,7 +141,8 @@ def test_corpus_is_real_sized_and_documented():
     assert len(payloads) >= 40
     assert {p.name.rsplit(".", 1)[0] for p in payloads} == expected
     assert all(p.stat().st_size < 200_000 for p in payloads)
-    assert sum(p.stat().st_size for p in payloads) < 5_000_000
+    # 5 MB until issue 27's visible-page pages (Amazon pages trimmed to ~100 kB each) grew the dev split.
+    assert sum(p.stat().st_size for p in payloads) < 8_000_000
     splits = [
         json.loads(p.read_text(encoding="utf-8")).get("split", "dev")
         for p in (CORPUS / "expected").glob("*.json")
