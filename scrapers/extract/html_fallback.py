@@ -29,6 +29,7 @@ control, and removed products ("PDP" placeholders) give nothing: a wrong product
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 from urllib.parse import urlsplit
@@ -39,6 +40,9 @@ from lookbench_live.scrapers.extract.model import NormalizedProduct
 from lookbench_live.scrapers.extract.values import (
     absolute_url,
     clean_title,
+    color_value,
+    find_composition,
+    material_value,
     normalize_availability,
     parse_price,
 )
@@ -49,9 +53,29 @@ _NOT_PRICE = re.compile(
     r"(?i)list|old|was|strike|rrp|uvp|save|saving|shipping|delivery|per[-_]?unit|basket|cart|range|"
     r"hidden|secondary|compare|before|original"
 )
+# A price's own label that names another price than the one to pay ("Print List Price:", "RRP:",
+# "Statt:", "Prix conseillé :"), or a struck-through amount (Amazon's `a-text-strike`,
+# `data-a-strike`): a list price, never the product's.
+_LIST_PRICE_HINT = re.compile(r"(?i)list|old|was|strike|rrp|uvp|compare|before|original")
+_OTHER_PRICE_LABEL = re.compile(
+    r"(?i)^(?:[\w ]*list price|rrp|uvp|was|statt|prix conseillé|precio recomendado|prezzo consigliato)\b"
+)
+# The main picture's element on a gallery: Amazon's `#landingImage` (2016-), `#main-image` (-2015),
+# `#imgBlkFront` / `#ebooksImgBlkFront` (books), `#prodImage`; other shops' `#main-image`,
+# `#product-image`. An id, so one per page (a carousel's thumbnails carry classes).
+_MAIN_IMAGE_ID = re.compile(
+    r"(?i)landing[-_]?image|main[-_]?image|imgblkfront|prod[-_]?image|product[-_]?(?:image|img|photo)"
+)
+# Who wrote a book is not its brand: a byline whose link goes to an author page or whose id/class
+# names a contributor ("bylineContributor", Amazon's `/e/B0…` and `author=` links).
+_AUTHOR_HINT = re.compile(r"(?i)author|contributor|/e/B0")
+_BREADCRUMB_HINT = re.compile(r"(?i)breadcrumb|wayfinding")
+_HOME = re.compile(r"(?i)^(?:home|startseite|accueil|inicio|home page|pagina iniziale)$")
 _IMAGE_HINT = re.compile(r"(?i)landing|main|primary|hero|product[-_ ]?(?:image|img|photo)|zoom|gallery")
 _BRAND_HINT = re.compile(r"(?i)brand|byline|manufacturer|marke|marque|marca")
-_STOCK_HINT = re.compile(r"(?i)availability|stock|lieferbar|dispon")
+# "availability", Amazon's "availGreen" / "availRed" (a class token that starts with "avail": never
+# "variationUnavailable" or "main-image-unavailable", which say an image is missing).
+_STOCK_HINT = re.compile(r"(?i)availability|(?:^|\s)avail\w*|stock|lieferbar|dispon")
 _BUY = re.compile(
     r"(?i)add(?:ing)? to (?:cart|basket|bag|trolley)|buy now|in den (?:warenkorb|einkaufswagen)|"
     r"jetzt kaufen|ajouter au panier|acheter|añadir a la cesta|comprar|aggiungi al carrello|"
@@ -121,6 +145,9 @@ def html_product(
         sources["currency"] = "itemprop/meta"
     else:
         currency = _pick(sources, "currency", currency_of(price_text, lang), price_source)
+        currency = currency or _pick(
+            sources, "currency", marketplace_currency(canonical, price_text), "url:marketplace"
+        )
     images = _images(body, itemprops, metas, url, sources, title)
     brand = _pick(sources, "brand", _itemprop_text(itemprops, "brand"), "itemprop")
     brand = brand or _pick(
@@ -128,8 +155,11 @@ def html_product(
     )
     brand = brand or _pick(sources, "brand", heading_brand(body), "html:heading-brand")
     brand = brand or _pick(sources, "brand", _brand_element(body), "html:brand-element")
-    product_id = _pick(sources, "product_id", _stated_id(body, itemprops), "html:id")
+    # The id markup or a form states, then an Amazon URL's ASIN, then a labelled line: on a
+    # Kindle page the first labelled id is the print edition's ISBN, not this product's.
+    product_id = _pick(sources, "product_id", _markup_id(body, itemprops), "html:id")
     product_id = product_id or _pick(sources, "product_id", url_identifier(canonical), "url:asin")
+    product_id = product_id or _pick(sources, "product_id", _labelled_id(body), "html:label")
     availability = normalize_availability(
         _itemprop_text(itemprops, "availability")
     ) or normalize_availability(_first(metas, "og:availability") or _first(metas, "product:availability"))
@@ -139,6 +169,14 @@ def html_product(
         availability = _pick(
             sources, "availability", _stock_element(body, cards), "html:availability-element"
         )
+    fields = _fields(body, cards)
+    color = _pick(sources, "color", _field_color(fields), "html:field")
+    material = _pick(sources, "material", _field_material(fields), "html:field")
+    material = material or _pick(sources, "material", _composition_element(body, cards), "html:composition")
+    material = material or _pick(
+        sources, "material", find_composition(_detail_text(body, cards)), "html:composition"
+    )
+    category = _pick(sources, "category_path", _breadcrumb(body, cards), "html:breadcrumb")
     return NormalizedProduct(
         product_id=product_id or urlsplit(canonical).path.rstrip("/") or canonical,
         url=canonical,
@@ -149,6 +187,9 @@ def html_product(
         price_max=price,
         currency=currency,
         availability=availability,
+        color=color,
+        material=material,
+        category_path=category or [],
         images=images,
         raw={"source": "html", "url": url},
         sources=sources,
@@ -181,6 +222,34 @@ def currency_of(text: str | None, lang: str | None) -> str | None:
     if "$" in text and (lang or "").lower().replace("_", "-") == "en-us":
         return "USD"
     return None
+
+
+# Amazon sells in one currency per marketplace; its pages write "$" or "¥" (or no sign on old
+# mobile pages' "Price: 25.34") and often no `lang`. Keyed by the host's suffix after "amazon.".
+_MARKETPLACES = {
+    "com": "USD", "ca": "CAD", "com.mx": "MXN", "com.br": "BRL", "co.uk": "GBP", "de": "EUR",
+    "fr": "EUR", "es": "EUR", "it": "EUR", "nl": "EUR", "be": "EUR", "ie": "EUR", "at": "EUR",
+    "co.jp": "JPY", "in": "INR", "com.au": "AUD", "se": "SEK", "pl": "PLN", "com.tr": "TRY",
+    "sg": "SGD", "ae": "AED", "sa": "SAR", "eg": "EGP",
+}  # fmt: skip
+_DOLLARS = {"USD", "CAD", "MXN", "AUD", "SGD"}
+
+
+def marketplace_currency(url: str, text: str | None) -> str | None:
+    """The currency of the Amazon marketplace a page is on (amazon.com USD, amazon.co.uk GBP,
+    amazon.co.jp JPY…), only when its price text names no other currency and, for a dollar
+    marketplace, writes "$"."""
+    host = urlsplit(url).netloc.lower().split(":")[0]
+    found = re.search(r"(?:^|\.)amazon\.([a-z.]+)$", host)
+    iso = _MARKETPLACES.get(found.group(1)) if found else None
+    if not iso or not text:
+        return None
+    named = currencies_written(text)
+    if named - {iso}:
+        return None
+    if iso in _DOLLARS and "$" not in text:
+        return None
+    return iso
 
 
 # --------------------------------------------------------------------------- facts
@@ -222,10 +291,28 @@ def _heading_text(element: lxml_html.HtmlElement) -> str:
     return " ".join(" ".join(element.itertext()).split())
 
 
+def _innermost_title(element: lxml_html.HtmlElement) -> lxml_html.HtmlElement:
+    """The title inside a title group: Amazon wraps `h1#title` and the byline, edition and ISBN
+    in `#productTitleGroupAnchor` / `#mobile_productTitleGroup_inner_feature_div`; the first
+    descendant named as a title (or a heading) that holds no other one is the product's name."""
+    while True:
+        inner = next(
+            (
+                d
+                for d in element.iterdescendants()
+                if isinstance(d.tag, str) and (d.tag == "h1" or "title" in _hint(d).lower()) and _text(d)
+            ),
+            None,
+        )
+        if inner is None:
+            return element
+        element = inner
+
+
 def _title_element(body: lxml_html.HtmlElement) -> str | None:
     for element in body.iter():
         if isinstance(element.tag, str) and _TITLE_HINT.search(element.get("id") or "") and _text(element):
-            return clean_title(_text(element))
+            return clean_title(_text(_innermost_title(element)))
     for element in body.iter():
         if isinstance(element.tag, str) and any(
             _TITLE_HINT.search(c) for c in (element.get("class") or "").split()
@@ -284,11 +371,27 @@ def _price_text(
             text = _text(element)
             if not text or len(text) > 40 or len(_AMOUNT.findall(text)) != 1 or _in_card(element, cards):
                 continue
+            if _other_price(element, text):
+                continue
             if not (_CODE.search(text) or any(sign in text for sign, _ in _SIGNS) or "$" in text):
                 continue
             where = f"#{hint}" if attr == "id" else f".{hint.split()[0]}"
             return text, f"html:price-element {element.tag}{where}"
     return None, ""
+
+
+def _other_price(element: lxml_html.HtmlElement, text: str) -> bool:
+    """A list or struck-through price: its label says so, or it or its parent/grandparent is
+    named for one ("list-price-label" around "price-value"), or it holds a struck-through amount."""
+    if _OTHER_PRICE_LABEL.match(text):
+        return True
+    for above in list(element.iterancestors())[:2]:
+        if _LIST_PRICE_HINT.search(_hint(above)):
+            return True
+    return any(
+        isinstance(d.tag, str) and ("strike" in _hint(d).lower() or d.get("data-a-strike") == "true")
+        for d in element.iter()
+    )
 
 
 def _images(
@@ -308,6 +411,11 @@ def _images(
     if og:
         sources["image"] = "meta:og:image"
         return [og]
+    for img in body.iter("img"):  # the gallery's main picture, named by its id
+        found = _img_url(img, url) if _MAIN_IMAGE_ID.search(img.get("id") or "") else None
+        if found:
+            sources["image"] = "html:main-image"
+            return [found]
     for img in body.iter("img"):  # the picture the page labels with the product's name
         found = _img_url(img, url)
         if found and title and _fold(img.get("alt")) == _fold(title):
@@ -326,12 +434,41 @@ def _images(
 
 
 def _img_url(img: lxml_html.HtmlElement, url: str) -> str | None:
-    """The picture's URL; a `data:` placeholder's real one is in `data-old-hires` / `data-src`."""
-    for attr in ("src", "data-old-hires", "data-src", "data-zoom-image", "data-large"):
-        found = absolute_url(img.get(attr), url)
+    """The picture's URL; a `data:` placeholder's real one is in `data-old-hires`, Amazon's
+    `data-a-dynamic-image` (a JSON map of sizes: the largest) or `data-src`."""
+    for attr in (
+        "src",
+        "data-old-hires",
+        "data-a-dynamic-image",
+        "data-src",
+        "data-zoom-image",
+        "data-large",
+    ):
+        value = img.get(attr)
+        if attr == "data-a-dynamic-image":
+            value = _largest(value)
+        found = absolute_url(value, url)
         if found and not found.lower().endswith((".gif", ".svg")):
             return found
     return None
+
+
+def _largest(sizes: str | None) -> str | None:
+    try:
+        parsed = json.loads(sizes or "")
+    except ValueError:
+        return None
+    if not isinstance(parsed, dict) or not parsed:
+        return None
+
+    def area(item: tuple[str, Any]) -> float:
+        dims = item[1] if isinstance(item[1], list) else []
+        try:
+            return float(dims[0]) * float(dims[1])
+        except (IndexError, TypeError, ValueError):
+            return 0.0
+
+    return max(parsed.items(), key=area)[0]
 
 
 def _fold(text: str | None) -> str:
@@ -343,6 +480,8 @@ def _brand_element(body: lxml_html.HtmlElement) -> str | None:
         if not isinstance(element.tag, str) or not _BRAND_HINT.search(_hint(element)):
             continue
         text = _text(element)
+        if text and _is_author(element):
+            continue
         match = _BRAND_TEXT.match(text) if text else None
         if match:
             return clean_title(next(v for v in match.groupdict().values() if v))
@@ -352,7 +491,14 @@ def _brand_element(body: lxml_html.HtmlElement) -> str | None:
     return None
 
 
-def _stated_id(body: lxml_html.HtmlElement, itemprops: dict[str, list[Any]]) -> str | None:
+def _is_author(element: lxml_html.HtmlElement) -> bool:
+    return any(
+        isinstance(e.tag, str) and (_AUTHOR_HINT.search(_hint(e)) or _AUTHOR_HINT.search(e.get("href") or ""))
+        for e in element.iter()
+    )
+
+
+def _markup_id(body: lxml_html.HtmlElement, itemprops: dict[str, list[Any]]) -> str | None:
     for name in ("sku", "productID", "mpn", "gtin13", "gtin"):
         value = _itemprop_text(itemprops, name)
         if value:
@@ -367,16 +513,20 @@ def _stated_id(body: lxml_html.HtmlElement, itemprops: dict[str, list[Any]]) -> 
             value = (element.get("value") or "").strip()
             if value:
                 return value
+    return None
+
+
+def _labelled_id(body: lxml_html.HtmlElement) -> str | None:
     match = _ID_LABEL.search(visible_text(body))
     return match.group("id") if match else None
 
 
 def url_identifier(url: str) -> str | None:
-    """The id an Amazon product URL states (`/dp/<ASIN>`, `/gp/product/<ASIN>`)."""
+    """The id an Amazon product URL states (`/dp/<ASIN>`, `/gp/product/<ASIN>`, mobile `/gp/aw/d/<ASIN>`)."""
     parts = urlsplit(url)
     if "amazon." not in parts.netloc.lower():
         return None
-    found = re.search(r"/(?:dp|gp/product)/([A-Z0-9]{10})(?:[/?]|$)", parts.path + "/")
+    found = re.search(r"/(?:dp|gp/product|gp/aw/d)/([A-Z0-9]{10})(?:[/?]|$)", parts.path + "/")
     return found.group(1) if found else None
 
 
@@ -389,6 +539,129 @@ def visible_text(body: lxml_html.HtmlElement) -> str:
             if piece and piece.strip():
                 parts.append(piece.strip())
     return "\n".join(parts)[:50_000]
+
+
+def _detail_text(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> str:
+    """The page's text outside product cards, one line per text node, for the labelled colour and
+    material fields (Amazon's "Farbe: Schwarz", the detail table's "Colour" then "White", "Obermaterial:
+    100% Polyester"). Direction marks (U+200E/F, Amazon's "Color ‎Backsteinrot") are dropped."""
+    parts = []
+    for element in body.iter():
+        if element.tag in ("script", "style", "noscript") or not isinstance(element.tag, str):
+            continue
+        if cards and element in cards:
+            continue
+        for piece in (element.text, element.tail):
+            piece = (piece or "").replace("\u200e", "").replace("\u200f", "").strip()
+            if piece and not (cards and _in_card(element, cards)):
+                parts.append(piece)
+    return "\n".join(parts)[:50_000]
+
+
+_COLOR_LABEL = re.compile(r"(?i)^(?:colou?r|farbe|couleur|colore|kleur|färg)(?: name)?$")
+_MATERIAL_LABEL = re.compile(
+    r"(?i)^(?:materials?|material composition|outer material|obermaterial|au(?:ß|ss)enmaterial|"
+    r"material oberstoff|composition|zusammensetzung|mati[eè]re|composici[oó]n|composizione|fabric|"
+    r"fabric type|shell|stoff|tissu|tejido|materiale)$"
+)
+_FIELD_LINE = re.compile(r"^(?P<label>[^\W\d][^:\n]{0,30}?)\s*:\s*(?P<value>\S.{0,120})$")
+
+
+def _fields(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> list[tuple[str, str, bool]]:
+    """(label, value, cell) pairs the page shows outside product cards: a table row or
+    definition of two cells ("Color" | "Backsteinrot", cell=True), and a short element reading
+    "Label: value" ("Farbe: Schwarz", "Obermaterial: 100% Polyester / Futter: …")."""
+    found: list[tuple[str, str, bool]] = []
+    for element in body.iter("tr", "dt", "li", "div", "span", "p", "label"):
+        if _in_card(element, cards):
+            continue
+        if element.tag in ("tr", "dt"):
+            cells = [element.getnext()] if element.tag == "dt" else list(element)
+            if element.tag == "dt":
+                cells = [element, *cells]
+            texts = [_clean(_text(c)) for c in cells if c is not None and isinstance(c.tag, str)]
+            texts = [t for t in texts if t]
+            if len(texts) == 2:
+                found.append((texts[0].rstrip(" :"), texts[1], True))
+            continue
+        text = _clean(_text(element))
+        if len(text) > 160:
+            continue
+        match = _FIELD_LINE.match(text)
+        if match:
+            found.append((match.group("label").strip(), match.group("value").strip(), False))
+    return found
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.replace("\u200e", "").replace("\u200f", "").split())
+
+
+def _field_color(fields: list[tuple[str, str, bool]]) -> str | None:
+    """A colour field's value: a colour of the vocabulary ("Farbe: Schwarz", "Colour: White"),
+    or in a table cell any short name ("Color" | "Backsteinrot"); never a sentence or a
+    message ("Colour: To view this video download Flash Player")."""
+    for label, value, cell in fields:
+        if not _COLOR_LABEL.match(label) or re.search(r"[\d{}<>()]", value):
+            continue
+        value = re.split(r"\s+(?:[A-ZÄÖÜ][^\W\d_]*\s?){1,3}:\s", value)[0].strip(" /;,.")
+        words = value.split()
+        if not words or len(words) > 4:
+            continue
+        if color_value(value) or all(color_value(w) for w in re.split(r"\s*[/&,]\s*", value) if w):
+            return value
+        if cell and len(words) <= 2:
+            return value
+    return None
+
+
+def _field_material(fields: list[tuple[str, str, bool]]) -> str | None:
+    """A material field's value when it names one: a composition whose shares add up to 100%
+    ("100% Polyester", its part before the next label "/ Futter: …") or a material of the
+    vocabulary ("Baumwolle"); never another kind of value ("Material: Bikini Bademoden")."""
+    for label, value, _cell in fields:
+        if not _MATERIAL_LABEL.match(label):
+            continue
+        value = re.split(r"\s*/?\s+(?:[A-ZÄÖÜ][^\W\d_]*\s?){1,3}:\s", value)[0].strip(" /;,.")
+        found = find_composition(value, labelled=True)
+        if found:
+            return found
+        if material_value(value):
+            return value
+    return None
+
+
+def _composition_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> str | None:
+    """An element that states nothing but a composition adding up to 100% (Amazon's feature
+    bullet "100% recycled polyester"): the element is the label, so the fibre need not be in the
+    vocabulary. Marketing text around a percentage ("100% polyester for your best run") is more
+    than a composition and does not count."""
+    for element in body.iter("li", "span", "td", "dd", "p"):
+        text = _clean(_text(element)).strip(" .;")
+        if not text or len(text) > 60 or _in_card(element, cards):
+            continue
+        found = find_composition(text, labelled=True)
+        if found and len(found) >= len(text) - 1:
+            return found
+    return None
+
+
+def _breadcrumb(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> list[str] | None:
+    """The category path a breadcrumb shows (Amazon's "Clothing › Women › Dresses"): the links
+    of the first element named for one, at least two, a leading "Home" dropped. One link alone
+    ("‹ Back to search results") is no path."""
+    for element in body.iter():
+        if not isinstance(element.tag, str) or not _BREADCRUMB_HINT.search(_hint(element)):
+            continue
+        if _in_card(element, cards):
+            continue
+        links = [clean_title(_text(a)) for a in element.iter("a")]
+        links = [t for t in links if t]
+        if links and _HOME.match(links[0]):
+            links = links[1:]
+        if len(links) >= 2:
+            return links
+    return None
 
 
 def _stock_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> str | None:

@@ -341,10 +341,12 @@ def _parts(text: str) -> list[tuple[float, str]]:
     return [(pct, word) for _, pct, word in sorted(found)]
 
 
-def find_composition(text: str | None) -> str | None:
+def find_composition(text: str | None, *, labelled: bool = False) -> str | None:
     """A fibre composition stated without a label ("50% Viscose, 27% Nylon, 23% Polyester",
     "Acrylic 31%; Wool 22%; …"): its shares add up to 100% and one fibre is a known material.
-    A lone percentage in marketing text ("0% interest", "70% off") is not one."""
+    A lone percentage in marketing text ("0% interest", "70% off") is not one. Under a
+    material label (`labelled`) the shares adding up to 100% are enough ("100% polyester":
+    the vocabulary has no polyester)."""
     if not text:
         return None
     for line in text.splitlines():
@@ -356,7 +358,7 @@ def find_composition(text: str | None) -> str | None:
         ):
             parts = _parts(run.group(0))
             total = sum(p for p, _ in parts)
-            if parts and 99 <= total <= 101 and any(_mentions_material(w) for _, w in parts):
+            if parts and 99 <= total <= 101 and (labelled or any(_mentions_material(w) for _, w in parts)):
                 return _tidy(run.group(0))
     return None
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lookbench_live.scrapers.extract import decode_body, extract_document
-from lookbench_live.scrapers.extract.html_fallback import currency_of
+from lookbench_live.scrapers.extract.html_fallback import currency_of, marketplace_currency
 
 CORPUS = Path(__file__).parents[2] / "corpus"
 
@@ -89,7 +89,7 @@ def test_other_currencies_and_languages_read_from_what_the_page_shows():
     assert india.sources["currency"].startswith("html:price-element")
     vtex = _extract("vtex_meuamigopet-racao").products[0]
     assert (vtex.price, vtex.currency, vtex.product_id) == (Decimal("31.99"), "BRL", "7797453062251")
-    assert vtex.sources["product_id"] == "html:id"
+    assert vtex.sources["product_id"] == "html:label"  # a labelled line, after markup ids and the URL's ASIN
 
 
 def test_a_markup_product_without_a_name_takes_the_pages_heading():
@@ -110,3 +110,52 @@ def test_a_markup_product_without_a_name_takes_the_pages_heading():
 def test_a_listing_in_a_javascript_state_gives_no_product():
     """hotline.ua's search page: its products exist only in `window.__NUXT__`, none is the page's."""
     assert _extract("hotline_search-listing").products == []
+
+
+def test_amazon_layouts_from_2013_to_2024_are_read_from_what_they_show():
+    """Amazon's visible-page signals across layouts (discourse/onebox's saved pages): the title
+    inside a title group, the author who is not a brand, the Kindle price and not the print list
+    price, the ASIN before the print edition's ISBN, the gallery's `data-a-dynamic-image`, the
+    marketplace's currency where "$" is all the price says."""
+    book = _extract("onebox_amazon-book-2018").products[0]
+    assert book.title.startswith("Seven Languages in Seven Weeks") and book.title.endswith("Programmers)")
+    assert book.brand is None  # "Bruce Tate" links to his author page
+    assert (book.currency, book.sources["currency"]) == ("USD", "url:marketplace")
+    kindle = _extract("onebox_amazon-kindle-2018").products[0]
+    assert (kindle.price, kindle.product_id) == (Decimal("25.00"), "B00AYQNR46")
+    mobile = _extract("onebox_amazon-mobile-2014").products[0]
+    assert mobile.images[0] == "http://ecx.images-amazon.com/images/I/61mI3YmHVnL._SL500_.jpg"  # largest
+    assert mobile.product_id == "193609620X"  # /gp/aw/d/<ASIN>
+    old = _extract("onebox_amazon-book-2013").products[0]
+    assert old.availability == "InStock"  # span.availGreen
+
+
+def test_colour_material_and_category_from_the_pages_fields_never_its_prose():
+    """amazon.de fashion pages: colour and material from a labelled field or a detail-table cell,
+    category from the breadcrumb; a title's "Schwarz" is not the selected "Blau", a "Material"
+    cell reading "Bikini Bademoden" is no material, "‹ Zurück zu den Suchergebnissen" no path."""
+    jacket = _extract("gdb_amazon-jacket-table").products[0]
+    assert (jacket.color, jacket.material) == ("Backsteinrot", "100% polyester")
+    assert jacket.category_path[-2:] == ["Jackets", "Fleece Jackets"]
+    assert jacket.sources["category_path"] == "html:breadcrumb"
+    swimsuit = _extract("gdb_amazon-swimsuit").products[0]
+    assert (swimsuit.color, swimsuit.material) == ("Blau", None)
+    shorts = _extract("gdb_amazon-swimshorts").products[0]
+    assert (shorts.material, shorts.category_path) == ("100% Polyester", [])
+    dress = _extract("gdb_amazon-dress").products[0]
+    assert (dress.material, dress.sources["material"]) == ("100% polyester", "html:composition")
+
+
+@pytest.mark.parametrize(
+    ("url", "text", "iso"),
+    [
+        ("https://www.amazon.com/dp/B0057OC5O8", "$8.99", "USD"),
+        ("https://www.amazon.co.uk/dp/B0057OC5O8", "£8.99", "GBP"),
+        ("https://www.amazon.co.jp/dp/B0057OC5O8", "￥ 1,280", "JPY"),
+        ("https://www.amazon.com/dp/B0057OC5O8", "8.99", None),  # a dollar marketplace needs "$"
+        ("https://www.amazon.de/dp/B0057OC5O8", "$8.99 USD", None),  # the text names another
+        ("https://www.example.com/p/1", "$8.99", None),
+    ],
+)
+def test_an_amazon_marketplace_names_its_currency_only_when_the_price_agrees(url, text, iso):
+    assert marketplace_currency(url, text) == iso
