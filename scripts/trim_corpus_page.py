@@ -112,6 +112,8 @@ def trim(text: str, max_bytes: int) -> str:
         ],
         lambda: [_drop_long_attributes(e) for e in tree.iter() if isinstance(e.tag, str)],
         lambda: [_drop(e) for e in tree.xpath(_BLOCKS)],
+        # Amazon's overlays (`#a-popover-immersiveView`: the video and 360° viewer), shown on a click.
+        lambda: [_drop(e) for e in tree.xpath("//*[starts-with(@id, 'a-popover-')]")],
         lambda: [
             _drop(e) for e in tree.xpath("//input[@type='hidden']|//form//ul|//table[count(.//tr) > 12]")
         ],
