@@ -71,6 +71,12 @@ _MAIN_IMAGE_ID = re.compile(
 _AUTHOR_HINT = re.compile(r"(?i)author|contributor|/e/B0")
 _BREADCRUMB_HINT = re.compile(r"(?i)breadcrumb|wayfinding")
 _HOME = re.compile(r"(?i)^(?:home|startseite|accueil|inicio|home page|pagina iniziale)$")
+# The main picture by its class or its holder's: first the words that name the main one, then
+# (after a picture whose alt is the product's name) the gallery's and zoom's, which also hold
+# thumbnails.
+_MAIN_IMAGE_HINT = re.compile(
+    r"(?i)(?:^|\s)(?:landing|main|primary|hero)"
+)  # a word's start: not "border-primary"
 _IMAGE_HINT = re.compile(r"(?i)landing|main|primary|hero|product[-_ ]?(?:image|img|photo)|zoom|gallery")
 _BRAND_HINT = re.compile(r"(?i)brand|byline|manufacturer|marke|marque|marca")
 # "availability", Amazon's "availGreen" / "availRed" (a class token that starts with "avail": never
@@ -155,6 +161,8 @@ def html_product(
     )
     brand = brand or _pick(sources, "brand", heading_brand(body), "html:heading-brand")
     brand = brand or _pick(sources, "brand", _brand_element(body), "html:brand-element")
+    fields = _fields(body, cards)
+    brand = brand or _pick(sources, "brand", _field_brand(fields), "html:field")
     # The id markup or a form states, then an Amazon URL's ASIN, then a labelled line: on a
     # Kindle page the first labelled id is the print edition's ISBN, not this product's.
     product_id = _pick(sources, "product_id", _markup_id(body, itemprops), "html:id")
@@ -169,7 +177,6 @@ def html_product(
         availability = _pick(
             sources, "availability", _stock_element(body, cards), "html:availability-element"
         )
-    fields = _fields(body, cards)
     color = _pick(sources, "color", _field_color(fields), "html:field")
     material = _pick(sources, "material", _field_material(fields), "html:field")
     material = material or _pick(sources, "material", _composition_element(body, cards), "html:composition")
@@ -310,9 +317,16 @@ def _innermost_title(element: lxml_html.HtmlElement) -> lxml_html.HtmlElement:
 
 
 def _title_element(body: lxml_html.HtmlElement) -> str | None:
+    """An element whose id names the product title (one per page), else the page's one
+    meaningful `<h1>`, else the first element whose class names one (classes also mark an
+    upsell's or a protection plan's "title")."""
     for element in body.iter():
         if isinstance(element.tag, str) and _TITLE_HINT.search(element.get("id") or "") and _text(element):
             return clean_title(_text(_innermost_title(element)))
+    headings = [_heading_text(h) for h in body.iter("h1")]
+    headings = [h for h in headings if 3 <= len(h) <= 300 and not _BUY.search(h)]
+    if len(headings) == 1:
+        return clean_title(headings[0])
     for element in body.iter():
         if isinstance(element.tag, str) and any(
             _TITLE_HINT.search(c) for c in (element.get("class") or "").split()
@@ -320,9 +334,7 @@ def _title_element(body: lxml_html.HtmlElement) -> str | None:
             text = _text(element)
             if text and len(text) < 300:
                 return clean_title(text)
-    headings = [_heading_text(h) for h in body.iter("h1")]
-    headings = [h for h in headings if 3 <= len(h) <= 300 and not _BUY.search(h)]
-    return clean_title(headings[0]) if len(headings) == 1 else None
+    return None
 
 
 def page_heading(body: lxml_html.HtmlElement) -> str | None:
@@ -416,21 +428,28 @@ def _images(
         if found:
             sources["image"] = "html:main-image"
             return [found]
-    for img in body.iter("img"):  # the picture the page labels with the product's name
-        found = _img_url(img, url)
-        if found and title and _fold(img.get("alt")) == _fold(title):
-            sources["image"] = "html:image-alt"
-            return [found]
-    for img in body.iter("img"):
-        holder = img.getparent()
-        hints = _hint(img) + " " + (_hint(holder) if holder is not None else "")
-        if not _IMAGE_HINT.search(hints):
-            continue
-        found = _img_url(img, url)
-        if found:
-            sources["image"] = "html:image-element"
-            return [found]
+    for hint in (_MAIN_IMAGE_HINT, None, _IMAGE_HINT):
+        for img in body.iter("img"):
+            holder = img.getparent()
+            hints = _hint(img) + " " + (_hint(holder) if holder is not None else "")
+            if hint is None:  # the picture the page labels with the product's name
+                named = bool(title) and _fold(img.get("alt")) == _fold(title) and not _thumbnail(img)
+            else:
+                named = bool(hint.search(hints))
+            found = _img_url(img, url) if named else None
+            if found:
+                sources["image"] = "html:image-alt" if hint is None else "html:image-element"
+                return [found]
     return []
+
+
+def _thumbnail(img: lxml_html.HtmlElement) -> bool:
+    """A gallery's thumbnail strip repeats the main picture small, with the product's name: an
+    element named for thumbnails around it that holds several pictures (Bootstrap's
+    `.thumbnail` frame around a single picture is no strip)."""
+    return any(
+        "thumb" in _hint(a).lower() and len(list(a.iter("img"))) > 1 for a in list(img.iterancestors())[:4]
+    )
 
 
 def _img_url(img: lxml_html.HtmlElement, url: str) -> str | None:
@@ -568,13 +587,20 @@ _FIELD_LINE = re.compile(r"^(?P<label>[^\W\d][^:\n]{0,30}?)\s*:\s*(?P<value>\S.{
 
 
 def _fields(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> list[tuple[str, str, bool]]:
-    """(label, value, cell) pairs the page shows outside product cards: a table row or
-    definition of two cells ("Color" | "Backsteinrot", cell=True), and a short element reading
-    "Label: value" ("Farbe: Schwarz", "Obermaterial: 100% Polyester / Futter: …")."""
+    """(label, value, cell) pairs the page shows outside product cards: a table row, a definition
+    or a row of two elements ("Color" | "Backsteinrot", Best Buy's specification rows; cell=True),
+    and a short element reading "Label: value" ("Farbe: Schwarz", "Obermaterial: 100% Polyester /
+    Futter: …")."""
     found: list[tuple[str, str, bool]] = []
     for element in body.iter("tr", "dt", "li", "div", "span", "p", "label"):
         if _in_card(element, cards):
             continue
+        pair = [c for c in element if isinstance(c.tag, str)]
+        if element.tag in ("div", "li") and len(pair) == 2 and not (element.text or "").strip():
+            label, value = _clean(_text(pair[0])), _clean(_text(pair[1]))
+            if label and value and len(label) <= 30 and len(value) <= 120:
+                found.append((label.rstrip(" :"), value, True))
+                continue
         if element.tag in ("tr", "dt"):
             cells = [element.getnext()] if element.tag == "dt" else list(element)
             if element.tag == "dt":
@@ -612,6 +638,17 @@ def _field_color(fields: list[tuple[str, str, bool]]) -> str | None:
             return value
         if cell and len(words) <= 2:
             return value
+    return None
+
+
+_BRAND_LABEL = re.compile(r"(?i)^(?:brand|brand name|marke|marque|marca|marchio|merk)$")
+
+
+def _field_brand(fields: list[tuple[str, str, bool]]) -> str | None:
+    """A brand field's value in a specification table or row ("Brand" | "Anker")."""
+    for label, value, cell in fields:
+        if cell and _BRAND_LABEL.match(label) and len(value) <= 40 and len(value.split()) <= 4:
+            return clean_title(value)
     return None
 
 
