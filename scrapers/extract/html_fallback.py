@@ -29,6 +29,8 @@ control, and removed products ("PDP" placeholders) give nothing: a wrong product
 
 from __future__ import annotations
 
+import contextlib
+import html as html_module
 import json
 import re
 from typing import Any
@@ -56,6 +58,9 @@ _NOT_PRICE = re.compile(
 # A price's own label that names another price than the one to pay ("Print List Price:", "RRP:",
 # "Statt:", "Prix conseillé :"), or a struck-through amount (Amazon's `a-text-strike`,
 # `data-a-strike`): a list price, never the product's.
+# Other sellers' offers for the same product (Amazon's "More Buying Choices" box, `#mbc`, and
+# offer-listing links): their prices are not the buy box's.
+_OTHER_OFFERS = re.compile(r"(?i)(?:^|[\s_-])mbc(?:$|[\s_-])|other[-_]?sellers|more[-_]?buying|olp[-_]")
 _LIST_PRICE_HINT = re.compile(r"(?i)list|old|was|strike|rrp|uvp|compare|before|original")
 _OTHER_PRICE_LABEL = re.compile(
     r"(?i)^(?:[\w ]*list price|rrp|uvp|was|statt|prix conseillé|precio recomendado|prezzo consigliato)\b"
@@ -101,9 +106,12 @@ _ID_LABEL = re.compile(
 )
 _OUT = re.compile(
     r"(?i)out of stock|sold out|not available|unavailable|currently unavailable|ausverkauft|"
-    r"nicht (?:verfügbar|lieferbar)|épuisé|rupture de stock|non disponible|agotado|no disponible"
+    r"nicht (?:verfügbar|lieferbar)|épuisé|rupture de stock|non disponible|agotado|no disponible|"
+    r"indisponible|esgotado|indisponível|sem estoque"
 )
-_IN = re.compile(r"(?i)in stock|auf lager|lieferbar|vorrätig|en stock|disponible|available|in magazzino")
+_IN = re.compile(
+    r"(?i)in stock|auf lager|lieferbar|vorrätig|en stock|disponible|available|in magazzino|em stock|em estoque"
+)
 # Signs and words that name one currency, the longer first ("US$" before "S$", "CA$" before "A$").
 # "$" alone (USD, CAD, AUD, MXN, ARS…), "¥" (JPY or CNY) and "kr" (SEK, NOK, DKK, ISK) do not.
 _SIGNS = (
@@ -400,6 +408,8 @@ def _other_price(element: lxml_html.HtmlElement, text: str) -> bool:
     for above in list(element.iterancestors())[:2]:
         if _LIST_PRICE_HINT.search(_hint(above)):
             return True
+    if any(_OTHER_OFFERS.search(_hint(above)) for above in list(element.iterancestors())[:8]):
+        return True
     return any(
         isinstance(d.tag, str) and ("strike" in _hint(d).lower() or d.get("data-a-strike") == "true")
         for d in element.iter()
@@ -577,7 +587,7 @@ def _detail_text(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement])
     return "\n".join(parts)[:50_000]
 
 
-_COLOR_LABEL = re.compile(r"(?i)^(?:colou?r|farbe|couleur|colore|kleur|färg)(?: name)?$")
+_COLOR_LABEL = re.compile(r"(?i)^(?:colou?r|farbe|couleur|colore|cor|kleur|färg)(?: name)?$")
 _MATERIAL_LABEL = re.compile(
     r"(?i)^(?:materials?|material composition|outer material|obermaterial|au(?:ß|ss)enmaterial|"
     r"material oberstoff|composition|zusammensetzung|mati[eè]re|composici[oó]n|composizione|fabric|"
@@ -620,7 +630,17 @@ def _fields(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> l
 
 
 def _clean(text: str) -> str:
-    return " ".join(text.replace("\u200e", "").replace("\u200f", "").split())
+    """A field's text without direction marks, its leftover character references undone and
+    UTF-8 read as Windows-1252 / Latin-1 repaired (Amazon.de's "Farbe: Wei&#xc3;&#x9f; + Schwarz"
+    is "Weiß + Schwarz"); a text that does not round-trip is kept as it is."""
+    text = " ".join(text.replace("\u200e", "").replace("\u200f", "").split())
+    if "&#" in text:
+        text = html_module.unescape(text)
+    if re.search("[ÃÂ][^\\x00-\\x7f]", text):  # "Ã" then a non-ASCII: "ÃŸ" (ß), "Ã©" (é)
+        for misread in ("cp1252", "latin-1"):
+            with contextlib.suppress(UnicodeError):  # not UTF-8 misread after all ("SÃO" stays)
+                return text.encode(misread).decode("utf-8")
+    return text
 
 
 def _field_color(fields: list[tuple[str, str, bool]]) -> str | None:
@@ -634,7 +654,7 @@ def _field_color(fields: list[tuple[str, str, bool]]) -> str | None:
         words = value.split()
         if not words or len(words) > 4:
             continue
-        if color_value(value) or all(color_value(w) for w in re.split(r"\s*[/&,]\s*", value) if w):
+        if color_value(value) or all(color_value(w) for w in re.split(r"\s*[/&,+]\s*", value) if w):
             return value
         if cell and len(words) <= 2:
             return value

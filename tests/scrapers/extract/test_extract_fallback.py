@@ -144,6 +144,12 @@ def test_colour_material_and_category_from_the_pages_fields_never_its_prose():
     assert (shorts.material, shorts.category_path) == ("100% Polyester", [])
     dress = _extract("gdb_amazon-dress").products[0]
     assert (dress.material, dress.sources["material"]) == ("100% polyester", "html:composition")
+    chair = _extract("aap_amazon-de-chaircover").products[0]  # "Wei&#xc3;&#x9f; + Schwarz" as served
+    assert chair.color == "Weiß + Schwarz"
+    watch = _extract("lcpp_amazon-es-pt-smartwatch").products[0]  # Portuguese: "Cor" | "Preto", "Em stock."
+    assert (watch.color, watch.availability) == ("Preto", "InStock")
+    cd = _extract("aap_amazon-fr-cd").products[0]  # the "More Buying Choices" box's EUR 16,40 comes first
+    assert (cd.price, cd.currency, cd.brand) == (Decimal("9.99"), "EUR", None)
 
 
 @pytest.mark.parametrize(
