@@ -4,22 +4,46 @@ Used only when JSON-LD, microdata and OpenGraph give no product (`schema_org.ext
 Each fact comes from the first source that states it, in this order, and `product.sources`
 records which one ("itemprop", "meta", "html:title-element", "html:price-element", "html:label"…):
 
-- title: a loose `itemprop="name"`; an element whose id/class names a product title
-  (`#productTitle`, `.product-name`…); the page's only meaningful `<h1>`; `og:title`.
+- title: a loose `itemprop="name"`; an element whose id names a product title (`#productTitle`;
+  inside a title group such as Amazon's `#productTitleGroupAnchor`, the innermost title or
+  `<h1>` in it); the page's only meaningful `<h1>`; an element whose class names one; `og:title`.
 - price: a loose `itemprop="price"`; the first element whose id (then, failing that, class) names
   a price (not a list, old, "was", saving or shipping price) whose text is one amount with a
-  currency sign or code.
+  currency sign or code; never one labelled "List Price:" / "RRP" / "UVP", struck through
+  (`a-text-strike`, `data-a-strike`), under a list-price element, or in other sellers' offers
+  (Amazon's `#mbc`).
 - currency: `itemprop="priceCurrency"`, else the sign or code written in that price text
-  (€ EUR, £ GBP, "$" USD only on an `en-US` page, CHF, kr only with a Nordic language…).
-- image: a loose `itemprop="image"`; `og:image`; the first `<img>` whose id/class names the main
-  product image (a `data:` placeholder is skipped for its `data-old-hires` / `data-src`).
-- brand: `itemprop="brand"`, `product:brand` / `og:brand`, an element whose id/class names a brand
-  or byline stating "Visit the X Store", "Besuche den X-Store", "Brand: X"… (never an author).
-- identifier: a loose `itemprop` sku / productID / mpn / gtin; a hidden `ASIN` / `sku` input; a
-  labelled line ("SKU: …", "Item #: …", "Art.-Nr.: …", "ASIN: …"); the ASIN of an Amazon
-  product URL (`/dp/<ASIN>`).
+  (€ EUR, £ GBP, "$" USD only on an `en-US` page, CHF, kr only with a Nordic language…), else
+  the Amazon marketplace's currency (amazon.com USD, .co.uk GBP, .de EUR, .ca CAD, .com.br BRL,
+  .co.jp JPY…) when the price text names no other and, for a dollar marketplace, writes "$"
+  (source `url:marketplace`).
+- image: a loose `itemprop="image"`; `og:image`; an `<img>` whose id names the main picture
+  (Amazon's `#landingImage`, `#main-image`, `#imgBlkFront`); one whose class (or its holder's)
+  starts with landing/main/primary/hero; one whose alt is the product's title (not in a
+  thumbnail strip); one in a gallery or zoom. A `data:` placeholder is read for its
+  `data-old-hires`, `data-a-dynamic-image` (the largest) or `data-src`.
+- brand: `itemprop="brand"`, `product:brand` / `og:brand`, the brand part of the `<h1>`, an
+  element whose id/class names a brand or byline stating "Visit the X Store", "Besuche den
+  X-Store", "Brand: X", "Marca: X"… (never an author or a contributor: a byline linking to an
+  author page), a "Brand" field of a specification table.
+- identifier: a loose `itemprop` sku / productID / mpn / gtin; a hidden `ASIN` / `sku` input; the
+  ASIN of an Amazon product URL (`/dp/`, `/gp/product/`, mobile `/gp/aw/d/`); a labelled line
+  ("SKU: …", "Item #: …", "Art.-Nr.: …", "ASIN: …": after the URL, as a Kindle page's first
+  labelled id is the print edition's ISBN).
 - availability: `itemprop="availability"`, `og:availability`, else the text of an element whose
-  id/class names availability or stock ("In Stock", "Auf Lager", "En stock", "Ausverkauft"…).
+  id/class names availability or stock (Amazon's `.availGreen`) ("In Stock", "Auf Lager", "En
+  stock", "Em stock", "Ausverkauft", "Indisponible"…).
+- colour, material (never guessed): a field the page shows outside product cards — a table row,
+  a definition or a row of two elements ("Color" | "Backsteinrot", "Material Composition" |
+  "100% polyester, …"), or a short element reading "Farbe: Schwarz" / "Obermaterial: 100%
+  Polyester / Futter: …". A colour from a "Label: value" line must be in the vocabulary; from a
+  table cell it may be any one-word name. A material is a composition adding up to
+  100% or a material of the vocabulary ("Material" | "Bikini Bademoden" is none). Then an
+  element that states nothing but a composition (Amazon's bullet "100% recycled polyester"),
+  then a composition with a known fibre in the page's text. Field text has its leftover
+  character references undone and UTF-8 misread as Windows-1252 repaired.
+- category: the links of the first breadcrumb element (Amazon's `#wayfinding-breadcrumbs`), at
+  least two, a leading "Home" dropped ("‹ Back to results" is no path).
 
 A product is made only when the page shows a title and a price and is a product page: a buy
 button or form (add to cart / basket / bag, "In den Warenkorb", "Ajouter au panier",
@@ -50,6 +74,7 @@ from lookbench_live.scrapers.extract.values import (
 )
 
 _TITLE_HINT = re.compile(r"(?i)product[-_ ]?(?:title|name)|^title$|item[-_ ]?title|pdp[-_ ]?title")
+_PRODUCT_TITLE_CLASS = re.compile(r"(?i)product[-_ ]?(?:title|name)|item[-_ ]?title|pdp[-_ ]?title")
 _PRICE_HINT = re.compile(r"(?i)price|preis|prix|precio|prezzo")
 _NOT_PRICE = re.compile(
     r"(?i)list|old|was|strike|rrp|uvp|save|saving|shipping|delivery|per[-_]?unit|basket|cart|range|"
@@ -61,7 +86,11 @@ _NOT_PRICE = re.compile(
 # Other sellers' offers for the same product (Amazon's "More Buying Choices" box, `#mbc`, and
 # offer-listing links): their prices are not the buy box's.
 _OTHER_OFFERS = re.compile(r"(?i)(?:^|[\s_-])mbc(?:$|[\s_-])|other[-_]?sellers|more[-_]?buying|olp[-_]")
-_LIST_PRICE_HINT = re.compile(r"(?i)list|old|was|strike|rrp|uvp|compare|before|original")
+# An ancestor named for a list or former price ("list-price-label" around Kindle's "price-value"):
+# words, not substrings ("list-unstyled", "wishlist" and "listing" wrap shown prices too).
+_LIST_PRICE_HINT = re.compile(
+    r"(?i)list[-_ ]?price|price[-_ ]?list|(?:^|[\s_-])(?:old|was)[-_ ]?price|strike|rrp|uvp|compare[-_ ]?at|original[-_ ]?price"
+)
 _OTHER_PRICE_LABEL = re.compile(
     r"(?i)^(?:[\w ]*list price|rrp|uvp|was|statt|prix conseillé|precio recomendado|prezzo consigliato)\b"
 )
@@ -325,20 +354,26 @@ def _innermost_title(element: lxml_html.HtmlElement) -> lxml_html.HtmlElement:
 
 
 def _title_element(body: lxml_html.HtmlElement) -> str | None:
-    """An element whose id names the product title (one per page), else the page's one
-    meaningful `<h1>`, else the first element whose class names one (classes also mark an
-    upsell's or a protection plan's "title")."""
+    """An element whose id names the product title (one per page); else one whose class names a
+    product's title (`.product-title`, `.product-name`, `.item-title`); else the page's one
+    meaningful `<h1>`; else one whose class is just "title", which also marks an upsell's or a
+    protection plan's heading (Best Buy's "Protect your cell phone")."""
     for element in body.iter():
         if isinstance(element.tag, str) and _TITLE_HINT.search(element.get("id") or "") and _text(element):
             return clean_title(_text(_innermost_title(element)))
+    found = _class_title(body, _PRODUCT_TITLE_CLASS)
+    if found:
+        return found
     headings = [_heading_text(h) for h in body.iter("h1")]
     headings = [h for h in headings if 3 <= len(h) <= 300 and not _BUY.search(h)]
     if len(headings) == 1:
         return clean_title(headings[0])
+    return _class_title(body, _TITLE_HINT)
+
+
+def _class_title(body: lxml_html.HtmlElement, hint: re.Pattern[str]) -> str | None:
     for element in body.iter():
-        if isinstance(element.tag, str) and any(
-            _TITLE_HINT.search(c) for c in (element.get("class") or "").split()
-        ):
+        if isinstance(element.tag, str) and any(hint.search(c) for c in (element.get("class") or "").split()):
             text = _text(element)
             if text and len(text) < 300:
                 return clean_title(text)
@@ -645,7 +680,7 @@ def _clean(text: str) -> str:
 
 def _field_color(fields: list[tuple[str, str, bool]]) -> str | None:
     """A colour field's value: a colour of the vocabulary ("Farbe: Schwarz", "Colour: White"),
-    or in a table cell any short name ("Color" | "Backsteinrot"); never a sentence or a
+    or in a table cell any one-word name ("Color" | "Backsteinrot"); never a sentence or a
     message ("Colour: To view this video download Flash Player")."""
     for label, value, cell in fields:
         if not _COLOR_LABEL.match(label) or re.search(r"[\d{}<>()]", value):
@@ -656,7 +691,7 @@ def _field_color(fields: list[tuple[str, str, bool]]) -> str | None:
             continue
         if color_value(value) or all(color_value(w) for w in re.split(r"\s*[/&,+]\s*", value) if w):
             return value
-        if cell and len(words) <= 2:
+        if cell and len(words) == 1:  # "Backsteinrot"; two words may be two options ("Black Navy")
             return value
     return None
 
