@@ -76,11 +76,14 @@ def extract_schema_org(
     index = id_index(nodes)
     groups = _group(products, index)
     page_text = _page_text(tree) if len(groups) == 1 else None
+    varying = _varying(tree)
     breadcrumbs = _breadcrumbs(nodes)
     candidates: list[_Candidate] = []
     for group_node, members in groups:
         try:
-            product = _normalize(group_node, members, index, url, canonical, lang, page_text, breadcrumbs)
+            product = _normalize(
+                group_node, members, index, url, canonical, lang, page_text, breadcrumbs, varying
+            )
         except Exception as exc:  # one odd node never loses the page
             out.problems.append(Problem("bad_product_node", f"{type(exc).__name__}: {exc}"[:300]))
             continue
@@ -381,6 +384,7 @@ def _normalize(
     lang: str | None,
     page_text: str | None,
     breadcrumbs: list[str],
+    varying: frozenset[str] = frozenset(),
 ) -> NormalizedProduct:
     shown = _shown(members, url) or group or {}
     head = group or shown
@@ -417,14 +421,14 @@ def _normalize(
         next(iter(_strings(shown.get("color"))), None)
         or next(iter(_strings(head.get("color"))), None)
         or color_from_url(url)
-        or find_color(description, page_text)
-        or title_color(title)
+        or find_color(description, None if "color" in varying else page_text)
+        or title_color(_without_brand(title, normalize_brand(shown.get("brand"), index)))
     )
     material = next(iter(_strings(shown.get("material"))), None) or next(
         iter(_strings(head.get("material"))), None
     )
     if not material:
-        material = find_material(description, page_text)
+        material = find_material(description, None if "material" in varying else page_text)
     images = image_urls(shown.get("image"), url)
     if group is not None or not images:
         images += [u for u in image_urls(head.get("image"), url) if u not in images]
@@ -698,6 +702,7 @@ def _opengraph_product(
     if sale is not None and price is not None and sale < price:
         price, compare = sale, price
     page_text = _page_text(tree)
+    varying = _varying(tree)
     path_id = urlsplit(canonical).path.rstrip("/") or canonical
     legacy_id = metas.first("product:retailer_item_id") or path_id
     product_id = _identifier(metas.first("product:retailer_item_id")) or path_id
@@ -720,10 +725,11 @@ def _opengraph_product(
         category_path=_category(metas.first("product:category")),
         color=clean_title(metas.first("product:color"))
         or color_from_url(url)
-        or find_color(description, page_text)
+        or find_color(description, None if "color" in varying else page_text)
         or title_color(title)
         or title_color(clean_title(tree.findtext(".//title"))),
-        material=clean_title(metas.first("product:material")) or find_material(description, page_text),
+        material=clean_title(metas.first("product:material"))
+        or find_material(description, None if "material" in varying else page_text),
         description=description,
         images=image_urls(metas.all("og:image") + metas.all("og:image:url"), url),
         raw={"source": "opengraph", "url": url},
@@ -743,13 +749,50 @@ def _canonical(tree: lxml_html.HtmlElement, url: str, metas: _Metas) -> str:
     return _strip_fragment(og or url)
 
 
+_VARIANT_ATTR = {
+    "color": re.compile(r"(?i)colou?r|farbe|couleur|colore|(?:^|[_\s-])col(?:$|[_\s-])"),
+    "material": re.compile(r"(?i)material|mati[eè]re|(?:^|[_\s-])mat(?:$|[_\s-])"),
+}
+
+
+def _varying(tree: lxml_html.HtmlElement) -> frozenset[str]:
+    """The attributes the shopper chooses in a variant `<select>` (WooCommerce's
+    `attribute_pa_col`, `pa_mat`; a `<label for>` reading "Farbe"): the page text then lists that
+    attribute's options ("Material: Jeans-Canvas, Leather, PVC", a "Clear" link, "Farbe" over the
+    next field's "Größe"), not the product's value, and is not read for it."""
+    labels = {label.get("for"): label.text_content() for label in tree.iter("label") if label.get("for")}
+    found = set()
+    for select in tree.iter("select"):
+        names = " ".join(select.get(a) or "" for a in ("name", "id", "data-attribute_name", "aria-label"))
+        names += " " + labels.get(select.get("id"), "")  # <label for=…>Farbe</label>
+        found.update(attr for attr, pattern in _VARIANT_ATTR.items() if pattern.search(names))
+    return frozenset(found)
+
+
+def _without_brand(title: str | None, brand: str | None) -> str | None:
+    """The title after a leading brand: "Cream Co. Su Bazlı Moisturizer" names no colour, its
+    brand does ("Cream")."""
+    if title and brand and title.casefold().startswith(brand.casefold()):
+        return title[len(brand) :].strip(" -|,:") or None
+    return title
+
+
 def _page_text(tree: lxml_html.HtmlElement) -> str | None:
+    """The page's visible text for labelled colour and material fields; a `<select>`'s options
+    are choices the shopper makes ("Color" then "Choose an option", "Farbe" then "creme rosa
+    pink"), not what the page states, and are left out."""
     body = tree.find("body")
     if body is None:
         return None
     parts = []
     for element in body.iter():
         if element.tag in ("script", "style", "noscript") or not isinstance(element.tag, str):
+            continue
+        if element.tag in ("select", "option", "optgroup") or (
+            element.getparent() is not None and (element.getparent().tag in ("select", "optgroup"))
+        ):
+            if element.tail and element.tail.strip():
+                parts.append(element.tail.strip())
             continue
         if element.text and element.text.strip():
             parts.append(element.text.strip())

@@ -367,7 +367,7 @@ def _tidy(value: str) -> str:
     return re.sub(r"\s+", " ", value).strip(" /;,-.")
 
 
-def _labelled_material(text: str) -> str | None:
+def _labelled_material(text: str, *, bare: bool) -> str | None:
     lines = [line.strip() for line in text.splitlines()]
     for index, line in enumerate(lines):
         match = _LABEL_LINE.search(line)
@@ -383,10 +383,12 @@ def _labelled_material(text: str) -> str | None:
         value = _tidy(value.split(". ")[0])
         if not value or len(value) > 100:
             continue
-        if _parts(value) and 99 <= sum(p for p, _ in _parts(value)) <= 101:
+        if not bare and _parts(value) and 99 <= sum(p for p, _ in _parts(value)) <= 101:
             return value
-        if not _parts(value) and _mentions_material(value) and len(value.split()) <= 8:
+        if not bare and not _parts(value) and _mentions_material(value) and len(value.split()) <= 8:
             return value
+        if not bare:
+            continue
         # A key/value layout ("Material" on its own line, then "Pima stretch"; "Upper:
         # syntheticleather"): a short name the field states, even outside the vocabulary.
         # Only under a bare label ("Material & care" heads a section, not a value), never a
@@ -408,13 +410,21 @@ def find_material(*texts: str | None) -> str | None:
     composition that adds up to 100%. Never a bare word from marketing prose."""
     for text in texts:
         if text:
-            found = _labelled_material(text)
+            found = _labelled_material(text, bare=False)
             if found:
                 return found
     for text in texts:
         found = find_composition(text)
         if found:
             return found
+    # A short name under a bare label ("Upper: syntheticleather") only when the page states no
+    # composition: IKEA's "Ticking: 64% cotton, 36% polyester" outranks "Comfort material:
+    # Polyester wadding".
+    for text in texts:
+        if text:
+            found = _labelled_material(text, bare=True)
+            if found:
+                return found
     return None
 
 
