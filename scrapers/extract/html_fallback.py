@@ -145,12 +145,15 @@ _IN = re.compile(
 # "$" alone (USD, CAD, AUD, MXN, ARS…), "¥" (JPY or CNY) and "kr" (SEK, NOK, DKK, ISK) do not.
 _SIGNS = (
     ("US$", "USD"), ("CA$", "CAD"), ("AU$", "AUD"), ("NZ$", "NZD"), ("HK$", "HKD"), ("MX$", "MXN"),
-    ("R$", "BRL"), ("S$", "SGD"), ("A$", "AUD"), ("C$", "CAD"), ("€", "EUR"), ("£", "GBP"),
+    ("R$", "BRL"), ("S$", "SGD"), ("A$", "AUD"), ("C$", "CAD"), ("E£", "EGP"), ("L.E", "EGP"),
+    ("ج.م", "EGP"), ("€", "EUR"), ("£", "GBP"),
     ("₹", "INR"), ("₽", "RUB"), ("руб", "RUB"), ("₴", "UAH"), ("грн", "UAH"), ("₺", "TRY"),
     ("₩", "KRW"), ("zł", "PLN"), ("Kč", "CZK"), ("kronor", "SEK"), ("CHF", "CHF"), ("¥", None),
 )  # fmt: skip
 _CODE = re.compile(
-    r"\b(EUR|USD|GBP|CHF|SEK|NOK|DKK|PLN|CZK|HUF|JPY|CNY|CAD|AUD|NZD|RUB|UAH|INR|BRL|MXN|ARS|TRY|ZAR|KRW)\b"
+    r"\b(EUR|USD|GBP|CHF|SEK|NOK|DKK|PLN|CZK|HUF|JPY|CNY|CAD|AUD|NZD|RUB|UAH|INR|BRL|MXN|ARS|TRY|ZAR|KRW|"
+    r"AED|SAR|EGP|QAR|KWD|BHD|OMR|JOD|ILS|SGD|HKD|THB|IDR|MYR|VND|TWD|CLP|COP|PEN|RON|BGN|RSD|ISK|"
+    r"NGN|KES|MAD|PKR|BDT|KZT)\b"
 )
 _AMOUNT = re.compile(r"\d[\d.,'\u00a0\u202f ]*")
 
@@ -368,6 +371,12 @@ def _title_element(body: lxml_html.HtmlElement) -> str | None:
     headings = [h for h in headings if 3 <= len(h) <= 300 and not _BUY.search(h)]
     if len(headings) == 1:
         return clean_title(headings[0])
+    # Several <h1> (a logo "BELTZ" and the book's name): the longest one the page's <title>
+    # repeats ("12 Wege zu guter Pflege - … | BELTZ").
+    document_title = _fold(body.getroottree().findtext(".//title"))
+    repeated = [h for h in headings if document_title and _fold(h) in document_title]
+    if repeated:
+        return clean_title(max(repeated, key=len))
     return _class_title(body, _TITLE_HINT)
 
 

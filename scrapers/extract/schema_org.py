@@ -421,7 +421,7 @@ def _normalize(
         next(iter(_strings(shown.get("color"))), None)
         or next(iter(_strings(head.get("color"))), None)
         or color_from_url(url)
-        or find_color(description, None if "color" in varying else page_text)
+        or find_color(description, page_text)
         or title_color(_without_brand(title, normalize_brand(shown.get("brand"), index)))
     )
     material = next(iter(_strings(shown.get("material"))), None) or next(
@@ -725,7 +725,7 @@ def _opengraph_product(
         category_path=_category(metas.first("product:category")),
         color=clean_title(metas.first("product:color"))
         or color_from_url(url)
-        or find_color(description, None if "color" in varying else page_text)
+        or find_color(description, page_text)
         or title_color(title)
         or title_color(clean_title(tree.findtext(".//title"))),
         material=clean_title(metas.first("product:material"))
@@ -749,17 +749,15 @@ def _canonical(tree: lxml_html.HtmlElement, url: str, metas: _Metas) -> str:
     return _strip_fragment(og or url)
 
 
-_VARIANT_ATTR = {
-    "color": re.compile(r"(?i)colou?r|farbe|couleur|colore|(?:^|[_\s-])col(?:$|[_\s-])"),
-    "material": re.compile(r"(?i)material|mati[eè]re|(?:^|[_\s-])mat(?:$|[_\s-])"),
-}
+_VARIANT_ATTR = {"material": re.compile(r"(?i)material|mati[eè]re|(?:^|[_\s-])mat(?:$|[_\s-])")}
 
 
 def _varying(tree: lxml_html.HtmlElement) -> frozenset[str]:
-    """The attributes the shopper chooses in a variant `<select>` (WooCommerce's
-    `attribute_pa_col`, `pa_mat`; a `<label for>` reading "Farbe"): the page text then lists that
-    attribute's options ("Material: Jeans-Canvas, Leather, PVC", a "Clear" link, "Farbe" over the
-    next field's "Größe"), not the product's value, and is not read for it."""
+    """The materials the shopper chooses in a variant `<select>` (WooCommerce's `pa_mat`, a
+    `<label for>` reading "Material"): the page's attribute table then lists the options
+    ("Material: Jeans-Canvas, Leather, PVC"), not the product's material, and is not read for
+    it. (A colour select's own row is left out of the page text, `_page_text`; a colour table row
+    elsewhere states the shown variant's colour, Otto's "Farbe" | "schwarz, marine, olivgrün".)"""
     labels = {label.get("for"): label.text_content() for label in tree.iter("label") if label.get("for")}
     found = set()
     for select in tree.iter("select"):
@@ -778,20 +776,30 @@ def _without_brand(title: str | None, brand: str | None) -> str | None:
 
 
 def _page_text(tree: lxml_html.HtmlElement) -> str | None:
-    """The page's visible text for labelled colour and material fields; a `<select>`'s options
-    are choices the shopper makes ("Color" then "Choose an option", "Farbe" then "creme rosa
-    pink"), not what the page states, and are left out."""
+    """The page's visible text for labelled colour and material fields. A variant `<select>` is
+    a choice the shopper makes, not what the page states: it is left out with its options, the
+    table row that holds it (WooCommerce's "Color" | select + "Clear" link) and the `<label
+    for>` that names it (uniqz's "Farbe" over the next field's "Größe")."""
     body = tree.find("body")
     if body is None:
         return None
+    choice: set[lxml_html.HtmlElement] = set()
+    ids = set()
+    for select in body.iter("select"):
+        row = next((a for a in list(select.iterancestors())[:3] if a.tag == "tr"), select)
+        choice.update(row.iter())
+        if select.get("id"):
+            ids.add(select.get("id"))
+    for label in body.iter("label"):
+        if label.get("for") in ids:
+            choice.update(label.iter())
     parts = []
     for element in body.iter():
         if element.tag in ("script", "style", "noscript") or not isinstance(element.tag, str):
             continue
-        if element.tag in ("select", "option", "optgroup") or (
-            element.getparent() is not None and (element.getparent().tag in ("select", "optgroup"))
-        ):
-            if element.tail and element.tail.strip():
+        if element in choice:
+            outside = element.getparent() is not None and element.getparent() not in choice
+            if outside and element.tail and element.tail.strip():
                 parts.append(element.tail.strip())
             continue
         if element.text and element.text.strip():
