@@ -217,7 +217,9 @@ def html_product(
         availability = _pick(
             sources, "availability", _stock_element(body, cards), "html:availability-element"
         )
-    color = _pick(sources, "color", _field_color(fields), "html:field")
+        availability = availability or _pick(sources, "availability", _field_stock(fields), "html:field")
+    color = _pick(sources, "color", _selected_color(body, cards), "html:aria-label")
+    color = color or _pick(sources, "color", _field_color(fields), "html:field")
     material = _pick(sources, "material", _field_material(fields), "html:field")
     material = material or _pick(sources, "material", _composition_element(body, cards), "html:composition")
     material = material or _pick(
@@ -641,8 +643,9 @@ _FIELD_LINE = re.compile(r"^(?P<label>[^\W\d][^:\n]{0,30}?)\s*:\s*(?P<value>\S.{
 
 
 def _fields(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> list[tuple[str, str, bool]]:
-    """(label, value, cell) pairs the page shows outside product cards: a table row, a definition
-    or a row of two elements ("Color" | "Backsteinrot", Best Buy's specification rows; cell=True),
+    """(label, value, cell) pairs the page shows outside product cards: a table row, a definition,
+    a row of two elements ("Color" | "Backsteinrot", Best Buy's specification rows) or a label
+    element and what follows it (OpenCart's "<span>Brand:</span> <a>Airwheel</a>"; cell=True),
     and a short element reading "Label: value" ("Farbe: Schwarz", "Obermaterial: 100% Polyester /
     Futter: …")."""
     found: list[tuple[str, str, bool]] = []
@@ -654,6 +657,15 @@ def _fields(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> l
             label, value = _clean(_text(pair[0])), _clean(_text(pair[1]))
             if label and value and len(label) <= 30 and len(value) <= 120:
                 found.append((label.rstrip(" :"), value, True))
+                continue
+        if element.tag in ("span", "label") and len(pair) == 0:
+            label = _clean(_text(element))
+            after = element.getnext()
+            following = _clean(element.tail or "") or (
+                _clean(_text(after)) if after is not None and isinstance(after.tag, str) else ""
+            )
+            if label.endswith(":") and 1 < len(label) <= 31 and following and len(following) <= 120:
+                found.append((label.rstrip(" :"), following, True))  # <span>Brand:</span> <a>Airwheel</a>
                 continue
         if element.tag in ("tr", "dt"):
             cells = [element.getnext()] if element.tag == "dt" else list(element)
@@ -687,6 +699,22 @@ def _clean(text: str) -> str:
     return text
 
 
+_SELECTED = re.compile(
+    r"(?i)^selected (?:colou?r|farbe|couleur|colore|cor) is (?P<value>[^.\d{}<>()]{2,40}?)(?:\.|$)"
+)
+
+
+def _selected_color(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> str | None:
+    """The colour the page says is selected in an accessible label ("Selected Colour is Pale
+    Pink. Tap to collapse.", Amazon's inline variation picker): a sentence that names it."""
+    for element in body.iter():
+        label = element.get("aria-label") if isinstance(element.tag, str) else None
+        match = _SELECTED.match(label) if label else None
+        if match and not _in_card(element, cards) and len(match.group("value").split()) <= 3:
+            return match.group("value").strip()
+    return None
+
+
 def _field_color(fields: list[tuple[str, str, bool]]) -> str | None:
     """A colour field's value: a colour of the vocabulary ("Farbe: Schwarz", "Colour: White"),
     or in a table cell any one-word name ("Color" | "Backsteinrot"); never a sentence or a
@@ -702,6 +730,22 @@ def _field_color(fields: list[tuple[str, str, bool]]) -> str | None:
             return value
         if cell and len(words) == 1:  # "Backsteinrot"; two words may be two options ("Black Navy")
             return value
+    return None
+
+
+_STOCK_LABEL = re.compile(
+    r"(?i)^(?:availability|stock|in stock\?|verfügbarkeit|lieferstatus|disponibilit[ée]|disponibilidad|disponibilidade)$"
+)
+
+
+def _field_stock(fields: list[tuple[str, str, bool]]) -> str | None:
+    """An availability field's value ("Availability:" | "In Stock", BigCommerce's DetailRow)."""
+    for label, value, _cell in fields:
+        if _STOCK_LABEL.match(label) and len(value) <= 60:
+            if _OUT.search(value):
+                return "OutOfStock"
+            if _IN.search(value):
+                return "InStock"
     return None
 
 
