@@ -635,7 +635,7 @@ def _detail_text(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement])
 
 _COLOR_LABEL = re.compile(r"(?i)^(?:colou?r|farbe|couleur|colore|cor|kleur|färg)(?: name)?$")
 _MATERIAL_LABEL = re.compile(
-    r"(?i)^(?:materials?|material composition|outer material|obermaterial|au(?:ß|ss)enmaterial|"
+    r"(?i)^(?:materials?|material composition|(?:outer|main|upper|case|shell) material|obermaterial|au(?:ß|ss)enmaterial|"
     r"material oberstoff|composition|zusammensetzung|mati[eè]re|composici[oó]n|composizione|fabric|"
     r"fabric type|shell|stoff|tissu|tejido|materiale)$"
 )
@@ -750,6 +750,12 @@ def _field_stock(fields: list[tuple[str, str, bool]]) -> str | None:
 
 
 _BRAND_LABEL = re.compile(r"(?i)^(?:brand|brand name|marke|marque|marca|marchio|merk)$")
+
+
+def page_brand_field(body: lxml_html.HtmlElement) -> str | None:
+    """The brand a specification table's "Brand" / "Marke" field states, outside product cards:
+    for a structured product that names none (toralin.de's microdata)."""
+    return _field_brand(_fields(body, _cards(body)))
 
 
 def _field_brand(fields: list[tuple[str, str, bool]]) -> str | None:

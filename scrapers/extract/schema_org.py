@@ -254,8 +254,13 @@ def _fill_from_meta(
     body = tree.find("body")
     if (not product.title or not product.brand) and body is not None:
         # A Product in the markup without a name or brand (microdata on the offer only): the
-        # page's own heading states them. Not `og:title`, which sites pad ("В наличии: …").
-        from lookbench_live.scrapers.extract.html_fallback import heading_brand, page_heading
+        # page's own heading states them, or for the brand a "Brand" field of its specification
+        # table. Not `og:title`, which sites pad ("В наличии: …").
+        from lookbench_live.scrapers.extract.html_fallback import (
+            heading_brand,
+            page_brand_field,
+            page_heading,
+        )
 
         if not product.title:
             product.title = page_heading(body)
@@ -265,6 +270,10 @@ def _fill_from_meta(
             product.brand = heading_brand(body)
             if product.brand:
                 product.sources["brand"] = "html:heading-brand"
+        if not product.brand:  # a "Marke" | "XADO" row of the page's specification table
+            product.brand = page_brand_field(body)
+            if product.brand:
+                product.sources["brand"] = "html:field"
 
 
 _CURRENCY_KEYS = ("priceCurrency", "currencyCode", "currency_code", "currency")

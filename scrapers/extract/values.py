@@ -224,7 +224,8 @@ def merge_availability(values: Iterable[str | None]) -> str | None:
 
 
 def normalize_brand(value: Any, index: dict[str, dict[str, Any]] | None = None) -> str | None:
-    """A brand given as a string, an object (`Brand`, `Organization`, `Thing`), an `@id` or a list."""
+    """A brand given as a string, an object (`Brand`, `Organization`, `Thing`), an `@id`, a list,
+    or the URL of the brand's page (its last path segment, "…/brands/activelle" is "activelle")."""
     if value is None:
         return None
     if isinstance(value, list):
@@ -240,6 +241,10 @@ def normalize_brand(value: Any, index: dict[str, dict[str, Any]] | None = None) 
         if isinstance(name, list | dict):
             return normalize_brand(name, index)
         return clean_title(name)
+    if isinstance(value, str) and re.match(r"(?i)https?://", value.strip()):
+        # `<link itemprop="brand" href="…/brands/activelle">`: the brand page's last path segment
+        segment = urlsplit(value.strip()).path.rstrip("/").rsplit("/", 1)[-1]
+        return clean_title(segment.replace("-", " ").replace("_", " ")) if segment else None
     return clean_title(value)
 
 
