@@ -563,6 +563,10 @@ def _brand_element(body: lxml_html.HtmlElement) -> str | None:
         # A byline that is only a name ("ChangM"); "by Mat Follas (Author)" names an author.
         if text and len(text) <= 40 and len(text.split()) <= 4 and not _AUTHOR.search(text):
             return clean_title(text)
+        if not text:  # a brand logo: its picture's alt names it
+            alt = next((clean_title(i.get("alt")) for i in element.iter("img") if i.get("alt")), None)
+            if alt and len(alt) <= 40 and len(alt.split()) <= 4 and not _AUTHOR.search(alt):
+                return alt
     return None
 
 
@@ -749,7 +753,8 @@ def _field_stock(fields: list[tuple[str, str, bool]]) -> str | None:
     return None
 
 
-_BRAND_LABEL = re.compile(r"(?i)^(?:brand|brand name|marke|marque|marca|marchio|merk)$")
+# "Brand", also bilingual ("Brand/الماركة", "Marke (Brand)").
+_BRAND_LABEL = re.compile(r"(?i)^(?:brand|brand name|marke|marque|marca|marchio|merk)(?:\s*[/(].{1,30})?$")
 
 
 def page_brand_field(body: lxml_html.HtmlElement) -> str | None:
