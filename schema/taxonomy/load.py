@@ -11,7 +11,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from lookbench_live.schema.taxonomy import rules
 from lookbench_live.schema.taxonomy.entries import (
     AttributeGroup,
     AttributeValue,
@@ -60,7 +59,7 @@ def validate(data: Any, *, origin: str = "<taxonomy>") -> None:
     entries (:mod:`.rules`); :class:`TaxonomyError` on any fault, else the content may be built."""
     # Imported here, not at the top: the pydantic models cost a tenth of a second to build, and
     # most importers of the taxonomy (the CLI's other commands, the lake's readers) never parse.
-    from lookbench_live.schema.taxonomy import structure
+    from lookbench_live.schema.taxonomy import rules, structure
 
     try:
         rules.check(structure.validate(data))
