@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, cast
+from typing import Any
 
 from lookbench_live.terminal import clear_starting, show_starting
 
 show_starting(sys.argv)  # `refresh`, `backfill` at a terminal: a line within a second
 
-import click
 import typer
 import typer.core
 
@@ -117,15 +116,21 @@ for _module in STAGE_CLIS:
     _module.register(app)
 
 
-# typer 0.29 raises its own Exit/Abort and its vendored click's errors, not the click package's:
-# each is matched by its class from both, so a usage error keeps click's message and exit code 2.
-# The vendored class is typed as click's: both carry `show()` and `exit_code`.
+# typer 0.29 raises its own Exit/Abort and its vendored click's errors, not the click package's.
 _VENDORED = getattr(typer.core, "_click", None)
-_CLICK_ERRORS: tuple[type[click.ClickException], ...] = (click.ClickException,) + (
-    (cast("type[click.ClickException]", _VENDORED.exceptions.ClickException),)
-    if _VENDORED is not None
-    else ()
-)
+
+
+def _click_errors(name: str) -> tuple[Any, ...]:
+    """click's exception class ``name`` from typer's vendored click and from the click package,
+    each where loaded, so a usage error keeps click's message and exit code 2 whichever raised it.
+
+    The click package is not imported for this: typer 0.29 does not load it, it would cost every
+    command ~0.01 s (issue 27), and nothing raises its errors unless something loaded it (an
+    older typer does, itself). Both classes carry ``show()`` and ``exit_code``. The vendored click
+    has no Exit or Abort: typer raises its own (`typer.Exit`, `typer.Abort`).
+    """
+    modules = (m for m in (_VENDORED, sys.modules.get("click")) if m is not None)
+    return tuple(getattr(m.exceptions, name) for m in modules if hasattr(m.exceptions, name))
 
 
 def main() -> None:
@@ -141,13 +146,13 @@ def _main() -> None:
         code = app(standalone_mode=False)
         if isinstance(code, int) and code:
             sys.exit(code)
-    except (click.exceptions.Exit, typer.Exit) as exc:
+    except (typer.Exit, *_click_errors("Exit")) as exc:
         sys.exit(exc.exit_code)
-    except (click.exceptions.Abort, typer.Abort):
+    except (typer.Abort, *_click_errors("Abort")):
         clear_starting()  # the one line starts the line, not after "checking …"
         print("error: aborted", file=sys.stderr)
         sys.exit(130)
-    except _CLICK_ERRORS as exc:
+    except _click_errors("ClickException") as exc:
         clear_starting()  # the one line starts the line, not after "checking …"
         exc.show()
         sys.exit(exc.exit_code)

@@ -11,7 +11,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from lookbench_live.schema.taxonomy import rules
 from lookbench_live.schema.taxonomy.entries import (
     AttributeGroup,
     AttributeValue,
@@ -23,60 +22,101 @@ from lookbench_live.schema.taxonomy.model import Taxonomy
 
 PACKAGED_FILE = "taxonomy.json"
 PACKAGE = "lookbench_live.schema"  # the packaged file sits beside the `taxonomy` package
+# The fingerprint of the packaged taxonomy.json, whose content passed the full validation below
+# (structure and rules). Validation is a function of the content alone, so content with this
+# fingerprint is not validated again: that skips importing pydantic and building its models,
+# about 0.08 s of every process that loads the taxonomy (`lookbench-live taxonomy`: issue 27,
+# docs/benchmarks.md). tests/schema/test_taxonomy.py validates the packaged file in full and
+# fails, printing the new value, when the file changed and this was not updated; until then the
+# packaged file is only validated on every load, as any other file is.
+VALIDATED_FINGERPRINT = "7a7904f2c8a26cd91b53789701528580425dd4856d304bc9ebca768954d75cca"
 
 
 def parse(data: Any, *, origin: str = "<taxonomy>") -> Taxonomy:
     """Validate parsed taxonomy JSON and build a Taxonomy; :class:`TaxonomyError` on any fault.
 
     Each line of the message is ``origin: entry: fault`` (every fault of the structure, or the
-    first broken rule across entries); nothing half-built is returned.
+    first broken rule across entries); nothing half-built is returned. Content whose fingerprint
+    is :data:`VALIDATED_FINGERPRINT` is built without validating it again.
     """
+    try:
+        fingerprint: str | None = fingerprint_of(data)
+    except (TypeError, ValueError):
+        fingerprint = None  # not JSON content: the validation names the fault
+    if fingerprint is None or fingerprint != VALIDATED_FINGERPRINT:
+        validate(data, origin=origin)
+    return build(data, origin=origin, fingerprint=fingerprint or fingerprint_of(data))
+
+
+def fingerprint_of(data: Any) -> str:
+    """sha256 of the content as written (canonical JSON), so any change to the file changes it."""
+    canonical = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def validate(data: Any, *, origin: str = "<taxonomy>") -> None:
+    """The full validation: the file's structure (:mod:`.structure`), then the rules across
+    entries (:mod:`.rules`); :class:`TaxonomyError` on any fault, else the content may be built."""
     # Imported here, not at the top: the pydantic models cost a tenth of a second to build, and
     # most importers of the taxonomy (the CLI's other commands, the lake's readers) never parse.
-    from lookbench_live.schema.taxonomy import structure
+    from lookbench_live.schema.taxonomy import rules, structure
 
     try:
-        file = structure.validate(data)
-        rules.check(file)
+        rules.check(structure.validate(data))
     except structure.StructureError as exc:
         raise TaxonomyError("\n".join(f"{origin}: {entry}: {fault}" for entry, fault in exc.faults)) from None
     except rules.RuleError as exc:
         raise TaxonomyError(f"{origin}: {exc.entry}: {exc.fault}") from None
+
+
+def build(data: Any, *, origin: str, fingerprint: str) -> Taxonomy:
+    """The Taxonomy of content that passed :func:`validate`, read from the parsed JSON itself.
+
+    Strict validation converts nothing, so the JSON holds the models' values; a field left out
+    takes the default its model in :mod:`.structure` gives it (a test holds the two equal).
+    """
     groups = {
-        g.name: AttributeGroup(
-            g.name,
+        g["name"]: AttributeGroup(
+            g["name"],
             tuple(
-                AttributeValue(v.name, tuple(v.synonyms), tuple(v.applies), tuple(v.not_for))
-                for v in g.values
+                AttributeValue(
+                    v["name"],
+                    tuple(v.get("synonyms", ())),
+                    tuple(v.get("applies", ())),
+                    tuple(v.get("not_for", ())),
+                )
+                for v in g["values"]
             ),
-            tuple(g.sources),
-            g.multi,
+            tuple(g["sources"]),
+            g.get("multi", 1),
         )
-        for g in file.groups
+        for g in data["groups"]
     }
     categories = {
-        c.name: Category(
-            name=c.name,
-            super_category=c.super_category,
-            groups=tuple(c.groups),
-            synonyms=tuple(c.synonyms),
-            sources=tuple(c.sources),
-            published=c.published,
-            body_region=c.body_region,
+        c["name"]: Category(
+            name=c["name"],
+            super_category=c["super_category"],
+            groups=tuple(c["groups"]),
+            synonyms=tuple(c.get("synonyms", ())),
+            sources=tuple(c["sources"]),
+            published=c.get("published", ""),
+            body_region=c.get("body_region", ""),
         )
-        for c in file.categories
+        for c in data["categories"]
     }
-    # The fingerprint is of the content as written, so any change to the file changes it.
-    canonical = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    sources = {
+        s["id"]: Source(s["id"], s["title"], s["licence"], s.get("file", ""), s.get("origin", ""))
+        for s in data.get("sources", ())
+    }
     return Taxonomy(
-        version=file.version,
+        version=data["version"],
         categories=categories,
         groups=groups,
-        sources={s.id: Source(s.id, s.title, s.licence, s.file, s.origin) for s in file.sources},
-        super_categories=tuple(file.super_categories),
-        fingerprint=hashlib.sha256(canonical.encode("utf-8")).hexdigest(),
+        sources=sources,
+        super_categories=tuple(data.get("super_categories", ())),
+        fingerprint=fingerprint,
         origin=origin,
-        body_regions=tuple(file.body_regions),
+        body_regions=tuple(data.get("body_regions", ())),
     )
 
 

@@ -75,18 +75,22 @@ class Taxonomy:
             for category in categories.values()
             for group in category.groups
         }
-        # Per category: word -> (group, value); unique by construction (`rules.check_category_words`).
+        # Per category: word -> (group, value); unique by construction (`rules`: one meaning per category).
+        # A term's length in words is counted once, not once per category that has its group, and
+        # applicability is a set lookup: this index was most of the build (41 categories × ~1,300
+        # terms), which every process that loads the taxonomy pays (issue 27).
+        words = {term: len(term.split()) for terms in self._value_terms.values() for term in terms}
         self._scan_terms: dict[str, dict[str, tuple[str, str]]] = {}
         self._scan_width: dict[str, int] = {}
         for category in categories.values():
-            scan = {
-                term: (group, value)
-                for group in category.groups
-                for term, value in self._value_terms[group].items()
-                if value in self._applicable[(category.name, group)]
-            }
+            scan: dict[str, tuple[str, str]] = {}
+            for group_name in category.groups:
+                applicable = frozenset(self._applicable[(category.name, group_name)])
+                for term, value_name in self._value_terms[group_name].items():
+                    if value_name in applicable:
+                        scan[term] = (group_name, value_name)
             self._scan_terms[category.name] = scan
-            self._scan_width[category.name] = max((len(t.split()) for t in scan), default=1)
+            self._scan_width[category.name] = max((words[t] for t in scan), default=1)
 
     def __repr__(self) -> str:
         return (

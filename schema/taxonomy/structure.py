@@ -5,8 +5,9 @@ Strict (a JSON file gives exact types: ``"2"`` or ``true`` is no ``multi``) and 
 holds across entries (unique names, known sources and groups, value restrictions, one meaning
 per word) is :mod:`.rules`, checked once the structure holds.
 
-Imported only when a file is parsed (:func:`.load.parse`): building these models costs more
-than the rest of the package's import, and most importers never parse a file.
+Imported only when a file is validated (:func:`.load.validate`): building these models costs
+more than the rest of the package's import, most importers never parse a file, and the packaged
+file, validated once, is not validated again (:data:`.load.VALIDATED_FINGERPRINT`).
 """
 
 from __future__ import annotations

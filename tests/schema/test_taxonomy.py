@@ -17,8 +17,10 @@ from lookbench_live.schema.taxonomy import (
     Taxonomy,
     TaxonomyError,
     default_taxonomy,
+    load,
     load_taxonomy,
     split_values,
+    structure,
     values_match,
 )
 
@@ -127,6 +129,27 @@ def test_fingerprint_changes_with_content_not_version(tax: Taxonomy) -> None:
     edited = Taxonomy.from_dict(data)
     assert edited.version == tax.version
     assert edited.fingerprint != tax.fingerprint
+
+
+def test_the_packaged_file_validates_in_full_and_its_fingerprint_is_recorded() -> None:
+    """default_taxonomy() builds content whose fingerprint is load.VALIDATED_FINGERPRINT without
+    validating it again (start-up, issue 27); true only while that content passes in full."""
+    data = json.loads(PACKAGED.read_text(encoding="utf-8"))
+    load.validate(data, origin=str(PACKAGED))  # structure and rules, whatever the fingerprint
+    assert load.fingerprint_of(data) == load.VALIDATED_FINGERPRINT, (
+        f"taxonomy.json changed: set VALIDATED_FINGERPRINT = {load.fingerprint_of(data)!r} in load.py"
+    )
+
+
+@pytest.mark.parametrize("which", ["minimal", "packaged"])
+def test_taxonomy_is_built_from_the_json_as_the_models_read_it(which: str) -> None:
+    """The build reads the parsed JSON, not the pydantic models: a field left out must take the
+    default its model gives it (minimal() leaves out every optional field)."""
+    data = minimal() if which == "minimal" else json.loads(PACKAGED.read_text(encoding="utf-8"))
+    from_json = load.build(data, origin="o", fingerprint="f")
+    from_models = load.build(structure.validate(data).model_dump(), origin="o", fingerprint="f")
+    for part in ("version", "categories", "groups", "sources", "super_categories", "body_regions"):
+        assert getattr(from_json, part) == getattr(from_models, part), part
 
 
 # -- JSON Schema ----------------------------------------------------------------------------------
