@@ -12,7 +12,8 @@ rules hold its row back (`generated_category_mismatch`, `warehouse/labels.py`).
 The expected category is the one requested for that item (`requested_attributes_json`), else the
 category of the image's annotation (what its row will claim). Results go to `evidence_checks`
 (check `generated_category`, method `vlm:<model>:<CHECK_VERSION>`); an invalid answer or a
-failed request is an `error`, asked again by the next run. No VLM configured: nothing runs, and
+failed request is an `error`, asked again by the next run over it (a refresh checks the
+generations of its window). No VLM configured: nothing runs, and
 the release says the check did not run.
 """
 
@@ -23,6 +24,9 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Final
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from lookbench_live.annotation import images as imgs
 from lookbench_live.annotation.endpoint import (
@@ -36,6 +40,7 @@ from lookbench_live.config import AnnotationSettings
 from lookbench_live.schema.records import Annotation, EvidenceCheck, Generation, evidence_todo
 from lookbench_live.schema.taxonomy import Taxonomy
 from lookbench_live.warehouse.lake import Lake
+from lookbench_live.warehouse.views import Window
 
 CHECK: Final = "generated_category"
 CHECK_VERSION = "c1"  # bump when the question or the schema changes: every image is asked again
@@ -104,15 +109,22 @@ def _requested(generation: Generation) -> dict[str, str]:
     }  # fmt: skip
 
 
-def targets(lake: Lake) -> list[Target]:
-    """Every generated image or garment box a release row may show, with its expected category."""
+def targets(lake: Lake, window: Window | None = None) -> list[Target]:
+    """Every generated image or garment box a release row may show, with its expected category;
+    with `window`, of the generations first seen in it only (filters pushed into the scans: the
+    generations, then the annotations of their images)."""
+    where = window.expression() if window is not None else None
+    generations = [Generation.from_row(r) for r in lake.read("generations", where=where).to_pylist()]
+    shas = sorted({g.sha256 for g in generations if isinstance(g, Generation) and g.sha256})
     annotations: dict[str, list[Annotation]] = defaultdict(list)
-    for record in lake.records("annotations"):
+    among = pc.field("sha256").isin(pa.array(shas, pa.string()))
+    for row in lake.read("annotations", where=among).to_pylist():
+        record = Annotation.from_row(row)
         assert isinstance(record, Annotation)
         if record.task == "attributes" and record.status == "ok" and record.category:
             annotations[record.sha256].append(record)
     found: dict[tuple[str, str], Target] = {}
-    for gen in lake.records("generations"):
+    for gen in generations:
         assert isinstance(gen, Generation)
         if gen.status != "ok" or not gen.sha256:
             continue
@@ -216,9 +228,17 @@ class _Checker:
 
 
 def run_category_check(
-    lake: Lake, settings: AnnotationSettings, taxonomy: Taxonomy, run_id: str, *, enabled: bool = True
+    lake: Lake,
+    settings: AnnotationSettings,
+    taxonomy: Taxonomy,
+    run_id: str,
+    *,
+    enabled: bool = True,
+    window: Window | None = None,
 ) -> CategoryCheckResult:
-    """Ask the VLM about every generated image and garment box not yet checked by this model."""
+    """Ask the VLM about every generated image and garment box not yet checked by this model;
+    with `window` (a run's), those of the generations first seen in it: the only ones its release
+    can publish."""
     if not settings.endpoints or not enabled:
         why = (
             "no VLM configured (prior mode)"
@@ -230,8 +250,10 @@ def run_category_check(
         )
     checker = _Checker(lake, settings, taxonomy, run_id)
     result = CategoryCheckResult(mode="vlm", method=checker.method)
-    found = targets(lake)
-    decided, attempts = evidence_todo(lake.records(EvidenceCheck.__table__), CHECK, checker.method)
+    found = targets(lake, window)
+    among = pc.field("sha256").isin(pa.array(sorted({t.sha256 for t in found}), pa.string()))
+    stored = (EvidenceCheck.from_row(r) for r in lake.read(EvidenceCheck.__table__, where=among).to_pylist())
+    decided, attempts = evidence_todo(stored, CHECK, checker.method)
     todo = [(t, attempts.get((t.sha256, t.bbox), 0)) for t in found if (t.sha256, t.bbox) not in decided]
     result.targets, result.skipped_existing = len(found), len(found) - len(todo)
     rows = asyncio.run(checker.run(todo))

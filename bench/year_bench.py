@@ -1,7 +1,7 @@
 """A year at LookBench scale (issue 28): month 12's refresh on a lake holding eleven months of
 history against month 2's on a lake holding one, at the same rate, in one run.
 
-    .venv/bin/python bench/year_bench.py [--scale 550] [--first 2026-02-01] [--workdir DIR]
+    .venv/bin/python bench/year_bench.py [--scale 550] [--first 2026-03-01] [--workdir DIR]
         [--json bench-year.json] [--port 48961]
 
 `--scale` multiplies the living store's default 4 products a week (scale_bench's knob; 550× is
@@ -76,9 +76,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=int, default=550, help="multiple of --base-per-week")
     parser.add_argument("--base-per-week", type=int, default=4)
-    # 2026-02-01, as living_bench: the store's weekly drops start on 2026-01-19, so from then on every
-    # month brings four or five drops (from 2026-01-01, month 2 would bring two).
-    parser.add_argument("--first", default="2026-02-01", help="month 1's as-of (the 1st of a month)")
+    # 2026-03-01: the measured months' windows are equally long, March 2026 for month 2 and January
+    # 2027 for month 12 (31 days each; from 2026-02-01 month 2's window was February's 28 days), and
+    # the store is in its steady state at both: its weekly drops start on 2026-01-19 and stay
+    # listed eight weeks, its monthly looks start in February, so month 2's crawl lists eight
+    # weeks of drops as month 12's does (from 2026-01-01, month 2 would bring two drops).
+    parser.add_argument("--first", default="2026-03-01", help="month 1's as-of (the 1st of a month)")
     parser.add_argument("--history-images", type=int, default=None, help="images per written month")
     parser.add_argument(
         "--workers", type=int, default=2, help="processes drawing the written months' pictures"
@@ -100,6 +103,8 @@ def main() -> int:
         encoding="utf-8",
     )
     months = month_starts(dt.date.fromisoformat(args.first), 12)
+    # A month's window runs from the previous refresh's as-of day to its own (both ends + 1 day).
+    windows = {"month2": (months[1] - months[0]).days, "month12": (months[11] - months[10]).days}
     year, two = workdir / "year", workdir / "two"
     for home in (year, two):
         shutil.rmtree(home, ignore_errors=True)
@@ -110,6 +115,7 @@ def main() -> int:
         "history_images_per_month": per_month,
         "load_before": [round(x, 2) for x in load],
         "cpus": os.cpu_count(),
+        "window_days": windows,
     }
     print(json.dumps(out), flush=True)
 
@@ -126,6 +132,7 @@ def main() -> int:
     # What the month brought (image rows: its crawl's and its generations'): the two months compare
     # per month only when they bring about as much.
     out["month2"]["new_images"] = history.count_images(two) - out["one_month_images"]
+    out["month2"]["window_days"] = windows["month2"]
     save()
     written = []
     for index, as_of in enumerate(months[1:10], start=2):
@@ -143,8 +150,14 @@ def main() -> int:
     save()
     out["month12"] = refresh(cli, year, config, months[11], args.port, workdir / "m12.log")
     out["month12"]["new_images"] = history.count_images(year) - out["history_images"]
+    out["month12"]["window_days"] = windows["month12"]
     m2, m12 = out["month2"], out["month12"]
+    images = m12["new_images"] / max(1, m2["new_images"])
     out["ratio"] = {
+        # The months bring about as many images, not exactly as many: the wall ratio over the
+        # images ratio is month 12's time per image over month 2's.
+        "images": round(images, 2),
+        "wall_per_image": round(m12["wall_s"] / m2["wall_s"] / images, 2),
         "wall": round(m12["wall_s"] / m2["wall_s"], 2),
         "peak_pss_tree": round(m12["peak_pss_tree_mb"] / m2["peak_pss_tree_mb"], 2),
         "peak_rss_max_process": round(m12["peak_rss_max_process_mb"] / m2["peak_rss_max_process_mb"], 2),
@@ -152,7 +165,7 @@ def main() -> int:
     save()
     print()
     stages = list(dict.fromkeys([*m2["stages_s"], *m12["stages_s"]]))
-    head = ["month", "history (images)", "new images", "wall s", "peak PSS tree MB", "peak RSS 1 proc MB", "startup s",
+    head = ["month", "window days", "history (images)", "new images", "wall s", "wall ms per new image", "peak PSS tree MB", "peak RSS 1 proc MB", "startup s",
             *[f"{s} s" for s in stages]]  # fmt: skip
     print("| " + " | ".join(head) + " |")
     print("|" + "---:|" * len(head))
@@ -160,7 +173,8 @@ def main() -> int:
         ("2", m2, out["one_month_images"]),
         ("12", m12, out["history_images"]),
     ):
-        cells = [name, hist, r["new_images"], r["wall_s"], r["peak_pss_tree_mb"], r["peak_rss_max_process_mb"], r["startup_s"],
+        per_image = round(1000 * r["wall_s"] / max(1, r["new_images"]), 1)
+        cells = [name, r["window_days"], hist, r["new_images"], r["wall_s"], per_image, r["peak_pss_tree_mb"], r["peak_rss_max_process_mb"], r["startup_s"],
                  *[r["stages_s"].get(s, "–") for s in stages]]  # fmt: skip
         print("| " + " | ".join(str(c) for c in cells) + " |")
     print(

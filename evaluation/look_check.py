@@ -24,12 +24,15 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from PIL import Image
 
 from lookbench_live.config import EvidenceSettings
 from lookbench_live.evaluation.embedders import ImageEmbedder, load_embedder
-from lookbench_live.schema.records import Annotation, EvidenceCheck, Generation, ImageRecord, evidence_todo
+from lookbench_live.schema.records import Annotation, EvidenceCheck, Generation, evidence_todo
 from lookbench_live.warehouse.lake import Lake
+from lookbench_live.warehouse.views import Window
 
 CHECK: Final = "conditioned_look"
 BACKDROP_TOLERANCE = 24  # a pixel this far (max over RGB) from the border's median colour is foreground
@@ -89,15 +92,22 @@ class LookCheckResult:
     failures: list[str] = field(default_factory=list)  # "<sha256>|<bbox> <product> <score>"
 
 
-def conditioned_looks(lake: Lake) -> list[Look]:
-    """Every look of an ok generation that shows a product it was conditioned on."""
+def conditioned_looks(lake: Lake, window: Window | None = None) -> list[Look]:
+    """Every look of an ok generation that shows a product it was conditioned on; with `window`,
+    of the generations first seen in it only (read with a filter pushed into the scan, as are
+    the annotations of their images: never the lake's whole history)."""
+    where = window.expression() if window is not None else None
+    generations = [Generation.from_row(r) for r in lake.read("generations", where=where).to_pylist()]
+    shas = sorted({g.sha256 for g in generations if isinstance(g, Generation) and g.sha256})
     crops: dict[str, list[Annotation]] = defaultdict(list)
-    for record in lake.records("annotations"):
+    among = pc.field("sha256").isin(pa.array(shas, pa.string()))
+    for row in lake.read("annotations", where=among).to_pylist():
+        record = Annotation.from_row(row)
         assert isinstance(record, Annotation)
         if record.task == "attributes" and record.status == "ok" and record.bbox and record.item_ref:
             crops[record.sha256].append(record)
     looks: set[Look] = set()
-    for record in lake.records("generations"):
+    for record in generations:
         assert isinstance(record, Generation)
         keys = {c["product_key"] for c in record.conditioning()}
         if record.status != "ok" or not record.sha256 or not keys:
@@ -116,26 +126,40 @@ def conditioned_looks(lake: Lake) -> list[Look]:
 
 
 def product_photos(lake: Lake, keys: set[str]) -> dict[str, list[str]]:
+    """The ok photos of these products, in table order (a filter pushed into the scan)."""
     photos: dict[str, list[str]] = defaultdict(list)
-    for record in lake.records("images"):
-        assert isinstance(record, ImageRecord)
-        wanted = record.owner_kind == "product" and record.owner_id in keys and record.status == "ok"
-        if wanted and record.sha256 and record.sha256 not in photos[record.owner_id]:
-            photos[record.owner_id].append(record.sha256)
+    if not keys:
+        return photos
+    where = (pc.field("owner_kind") == "product") & pc.field("owner_id").isin(
+        pa.array(sorted(keys), pa.string())
+    )
+    rows = lake.read("images", columns=["owner_id", "status", "sha256"], where=where).to_pylist()
+    for row in rows:
+        if row["status"] == "ok" and row["sha256"] and row["sha256"] not in photos[row["owner_id"]]:
+            photos[row["owner_id"]].append(row["sha256"])
     return photos
 
 
 def run_look_check(
-    lake: Lake, settings: EvidenceSettings, run_id: str, *, embedder: ImageEmbedder | None = None
+    lake: Lake,
+    settings: EvidenceSettings,
+    run_id: str,
+    *,
+    embedder: ImageEmbedder | None = None,
+    window: Window | None = None,
 ) -> LookCheckResult:
-    """Check every conditioned look not yet checked with the configured embedder and threshold."""
+    """Check every conditioned look not yet checked with the configured embedder and threshold;
+    with `window` (a run's), those of the generations first seen in it: the only ones its release
+    can publish."""
     threshold = settings.look_threshold
     embedder = embedder or load_embedder(settings.conditioned_embedder)
     method = f"{embedder.name}@{threshold:g}"
     result = LookCheckResult(method=method)
-    looks = conditioned_looks(lake)
+    looks = conditioned_looks(lake, window)
     result.looks = len(looks)
-    done, attempts = evidence_todo(lake.records(EvidenceCheck.__table__), CHECK, method)
+    among = pc.field("sha256").isin(pa.array(sorted({look.sha256 for look in looks}), pa.string()))
+    stored = lake.read(EvidenceCheck.__table__, where=among).to_pylist()
+    done, attempts = evidence_todo((EvidenceCheck.from_row(r) for r in stored), CHECK, method)
     todo = [look for look in looks if (look.sha256, look.bbox) not in done]
     result.skipped_existing = len(looks) - len(todo)
     photos = product_photos(lake, {look.product_key for look in todo})

@@ -301,6 +301,7 @@ def relabel(run: Run) -> Run:
         judge_model=judge.model,
         require_generated_category=vlm_checks,
         generated_category_note=None if vlm_checks else _category_check_note(run.settings),
+        window=run.spec.window,  # the window's verdicts and outcomes only: its rows show its images
     )
     stage(run, rules)
     if run.staged is not first and run.lake.fs.exists(first.path):

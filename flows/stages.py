@@ -343,8 +343,10 @@ def evidence(spec: RunSpec) -> dict[str, Any]:
         default_taxonomy(),
         spec.run_key,
         enabled=settings.evidence.generated_category_check,
+        window=spec.window,
     )
-    look = run_look_check(lake, settings.evidence, spec.run_key)
+    # The window's generations only: no other one can be published by this run's release.
+    look = run_look_check(lake, settings.evidence, spec.run_key, window=spec.window)
     return {"generated_category": _summary(category), "conditioned_look": _summary(look)}
 
 

@@ -34,6 +34,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import pyarrow.compute as pc
+
 from lookbench_live.schema.records import (
     CONDITIONED_LOOK_MISMATCH,
     GENERATED_CATEGORY_MISMATCH,
@@ -45,6 +47,7 @@ from lookbench_live.schema.records import (
 from lookbench_live.schema.release import NOISE
 from lookbench_live.schema.taxonomy import split_values
 from lookbench_live.warehouse.lake import Lake
+from lookbench_live.warehouse.views import Window
 
 OnWrongMain = Literal["hold_back", "correct"]
 
@@ -66,6 +69,9 @@ class LabelRules:
     # What the manifest says of the VLM check when it did not run (prior mode), else None.
     generated_category_note: str | None = None
     held: dict[str, int] = field(default_factory=dict)  # evidence reason -> rows held back
+    # check -> the methods of its current outcomes over the whole lake, when `evidence` holds only
+    # the window's (`from_lake(window=…)`); None: taken from `evidence`.
+    methods: Mapping[str, set[str]] | None = None
 
     @classmethod
     def from_lake(
@@ -76,23 +82,36 @@ class LabelRules:
         judge_model: str,
         require_generated_category: bool = False,
         generated_category_note: str | None = None,
+        window: Window | None = None,
     ) -> LabelRules:
         """The rules with the judge's current verdict per item (the highest attempt that is ok) and
-        the evidence checks' current outcomes."""
+        the evidence checks' current outcomes.
+
+        `window`: the release's window. Every row of its release shows an image first seen in it
+        (`raw_sha256`), so only those images' verdicts and outcomes are read, not the lake's
+        history; the methods the manifest names come from a DuckDB aggregate over the table."""
+        where = methods = None
+        if window is not None and window.expression() is not None:
+            shas = lake.read("images", columns=["sha256"], where=window.expression()).column("sha256")
+            where = pc.field("sha256").isin(pc.unique(pc.drop_null(shas)))
+            methods = _current_methods(lake)
         best: dict[tuple[str, str], Audit] = {}
-        for record in lake.records("audits"):
+        for row in lake.read("audits", where=where).to_pylist():
+            record = Audit.from_row(row)
             assert isinstance(record, Audit)
             if record.judge_model != judge_model or record.status != "ok":
                 continue
             key = (record.sha256, record.bbox)
             if key not in best or record.attempt > best[key].attempt:
                 best[key] = record
+        checks = lake.read(EvidenceCheck.__table__, where=where).to_pylist()
         return cls(
             on_wrong_main_attribute=on_wrong_main_attribute,
             verdicts=best,
-            evidence=evidence_outcomes(lake.records(EvidenceCheck.__table__)),
+            evidence=evidence_outcomes(EvidenceCheck.from_row(row) for row in checks),
             require_generated_category=require_generated_category,
             generated_category_note=generated_category_note,
+            methods=methods,
         )
 
     def describe(self) -> str:
@@ -119,6 +138,8 @@ class LabelRules:
         methods: dict[str, set[str]] = {}
         for outcome in self.evidence.values():
             methods.setdefault(outcome.check, set()).add(outcome.method)
+        if self.methods is not None:
+            methods = {check: set(names) for check, names in self.methods.items()}
         category = (
             {"ran": False, "note": self.generated_category_note}
             if self.generated_category_note is not None
@@ -216,6 +237,24 @@ class LabelRules:
             bare = (before_g - _items(kept[(subset, "gallery")])) & with_query
             kept[(subset, "query")] = _drop(query, bare, "no_gallery", subset, dropped)
         return kept, dropped
+
+
+# The methods of each check's current outcomes (`evidence_outcomes`: per image or box and check,
+# the newest row, then the highest attempt), computed by DuckDB over the Parquet scan.
+_CURRENT_METHODS = """
+SELECT DISTINCT "check", method FROM (
+  SELECT "check", method,
+         row_number() OVER (PARTITION BY sha256, bbox, "check" ORDER BY created_at DESC, attempt DESC) AS n
+  FROM evidence_checks)
+WHERE n = 1
+"""
+
+
+def _current_methods(lake: Lake) -> dict[str, set[str]]:
+    methods: dict[str, set[str]] = {}
+    for row in lake.sql(_CURRENT_METHODS, [EvidenceCheck.__table__]).to_pylist():
+        methods.setdefault(row["check"], set()).add(row["method"])
+    return methods
 
 
 def _items(rows: Iterable[Mapping[str, Any]]) -> set[str]:

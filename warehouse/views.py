@@ -60,13 +60,13 @@ class Window:
             "rule": "start <= first_seen_at < end",
         }
 
-    def expression(self) -> pads.Expression | None:
-        """The window as a dataset filter on `first_seen_at` (None when unbounded)."""
+    def expression(self, column: str = "first_seen_at") -> pads.Expression | None:
+        """The window as a dataset filter on `column` (None when unbounded); a null never matches."""
         parts = []
         if self.start is not None:
-            parts.append(pc.field("first_seen_at") >= pa.scalar(self.start, pa.timestamp("us", tz="UTC")))
+            parts.append(pc.field(column) >= pa.scalar(self.start, pa.timestamp("us", tz="UTC")))
         if self.end is not None:
-            parts.append(pc.field("first_seen_at") < pa.scalar(self.end, pa.timestamp("us", tz="UTC")))
+            parts.append(pc.field(column) < pa.scalar(self.end, pa.timestamp("us", tz="UTC")))
         if not parts:
             return None
         return parts[0] & parts[1] if len(parts) == 2 else parts[0]
@@ -221,11 +221,29 @@ def annotations_of(lake: Lake, among: set[str] | None = None) -> dict[tuple[str,
 
 
 def lake_view(lake: Lake, *, window: Window | None = None) -> LakeView:
-    """The read model. With `window`, only images first seen in it (and their decisions and
-    annotations) are read: a month's release reads the month, not the lake's whole history.
-    Products, looks and generations are read whole (a look may link an older product)."""
+    """The read model. With a bounded `window`, a month's release reads the month, not the lake's
+    history (`_window_view`); without one, every table is read whole."""
+    if window is not None and window.expression() is not None:
+        return _window_view(lake, window)
     products = latest_products(lake)
     looks = looks_by_key(lake)
+    look_products, unresolved = _link(looks, products)
+    return LakeView(
+        products=products,
+        looks=looks,
+        generations=generations_by_id(lake),
+        owner_images=ok_images(lake),
+        kept=kept_images(lake),
+        annotations=annotations_of(lake),
+        look_products=look_products,
+        unresolved_refs=unresolved,
+    )
+
+
+def _link(
+    looks: dict[str, Look], products: dict[str, Product]
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Each look's linked product keys, and the refs of each look that name no product."""
     urls = url_index(products)
     look_products: dict[str, list[str]] = {}
     unresolved: dict[str, list[str]] = {}
@@ -235,15 +253,135 @@ def lake_view(lake: Lake, *, window: Window | None = None) -> LakeView:
         missing = [ref for ref, k in resolved.items() if k is None]
         if missing:
             unresolved[key] = missing
+    return look_products, unresolved
+
+
+def _text(values: Iterable[str]) -> pa.Array:
+    return pa.array(sorted(set(values)), pa.string())
+
+
+def _key_of(id_column: str) -> pc.Expression:
+    """`source:<id>` (`product_key`) as a dataset expression, so a key filter reaches the scan."""
+    return pc.binary_join_element_wise(pc.field("source"), pc.field(id_column), ":")
+
+
+def _dated_in(window: Window) -> pads.Expression:
+    """Rows first seen, or published by their platform, in the window: the only ones freshness
+    (`warehouse/freshness.py`) can call new in it, or count as held back in it."""
+    first_seen, published = window.expression(), window.expression("published_at")
+    assert first_seen is not None and published is not None
+    return first_seen | published
+
+
+def products_named(lake: Lake, keys: Iterable[str], refs: Iterable[str] = ()) -> dict[str, Product]:
+    """The latest row of the products with these keys and of those `refs` name by key or by page
+    URL (with or without a trailing slash): exactly the products `url_index` and `resolve_refs`
+    over the whole table would pick for these refs, since every product whose URL matches a ref
+    is read (`url_index` keeps the smallest key of each URL)."""
+    refs = set(refs)
+    names = set(keys) | refs
+    if not names:
+        return {}
+    urls = refs | {ref.rstrip("/") for ref in refs}
+    url = pc.field("url")
+    where = _key_of("product_id").isin(_text(names))
+    if urls:
+        where = where | url.isin(_text(urls)) | pc.utf8_rtrim(url, characters="/").isin(_text(urls))
+    found = lake.read("products", columns=["source", "product_id"], where=where)
+    wanted = {
+        product_key(s, p)
+        for s, p in zip(*(found.column(c).to_pylist() for c in ("source", "product_id")), strict=True)
+    }
+    return _latest(lake, wanted)
+
+
+def _latest(lake: Lake, keys: set[str]) -> dict[str, Product]:
+    """The latest row of each of these products: every row of each is read, the newest decides
+    its content (and its URL)."""
+    if not keys:
+        return {}
+    rows = lake.read("products", where=_key_of("product_id").isin(_text(keys)))
+    records = (TABLES["products"].from_row(r) for r in rows.to_pylist())
+    return latest_of(p for p in records if isinstance(p, Product))
+
+
+_LINKING_LOOKS = """
+SELECT source, look_id FROM looks
+WHERE list_has_any(list_transform(product_refs, lambda r: rtrim(r, '/')), ?::VARCHAR[])
+"""
+_CONDITIONED_GENERATIONS = """
+SELECT generation_id FROM generations
+WHERE coalesce(conditioned_on IN (SELECT unnest(?::VARCHAR[])), false)
+   OR coalesce(list_has_any(
+        json_extract_string(nullif(conditioning_json, ''), '$[*].product_key'), ?::VARCHAR[]), false)
+"""
+
+
+def _window_view(lake: Lake, window: Window) -> LakeView:
+    """The read model of one window, from the window's rows and what they name, never the whole
+    history, with the same release as the whole read model (`lake_view` without a window) gives:
+
+    - images first seen in the window, and their decisions and annotations;
+    - candidate products: those any row of which was first seen or published in the window
+      (no other product can be new in it, nor be held back in it), read with all their rows;
+    - looks dated in the window, and older looks whose refs may name a candidate (by key or URL,
+      trailing slashes aside): a look of any age keeps a candidate out of queries and noise;
+    - generations first seen in the window, and older ones conditioned on a candidate (they
+      reserve it too);
+    - the products these looks' refs, the window's annotations (`item_ref`) and these
+      generations (`item_ids`) name, so a ref resolves, and a gallery is looked up, as before.
+    A product, look or generation read here that is not dated in the window gives no row and
+    records nothing (its freshness decision is "first seen outside the window")."""
     owner_images = ok_images(lake, window)
-    among = {row["sha256"] for rows in owner_images.values() for row in rows} if window is not None else None
+    among = {row["sha256"] for rows in owner_images.values() for row in rows}
+    annotations = annotations_of(lake, among)
+    found = lake.read("products", columns=["source", "product_id"], where=_dated_in(window))
+    candidates = _latest(
+        lake,
+        {
+            product_key(s, p)
+            for s, p in zip(*(found.column(c).to_pylist() for c in ("source", "product_id")), strict=True)
+        },
+    )
+    linking: set[str] = set()
+    conditioned: set[str] = set()
+    if candidates:
+        names = {key.rstrip("/") for key in candidates}
+        names |= {p.url.rstrip("/") for p in candidates.values() if p.url}
+        rows = lake.sql(_LINKING_LOOKS, ["looks"], [sorted(names)]).to_pylist()
+        linking = {product_key(r["source"], r["look_id"]) for r in rows}
+        keys = sorted(candidates)
+        rows = lake.sql(_CONDITIONED_GENERATIONS, ["generations"], [keys, keys]).to_pylist()
+        conditioned = {r["generation_id"] for r in rows}
+    looks: dict[str, Look] = {}
+    where = _dated_in(window)
+    if linking:
+        where = where | _key_of("look_id").isin(_text(linking))
+    for row in lake.read("looks", where=where).to_pylist():
+        look = TABLES["looks"].from_row(row)
+        assert isinstance(look, Look)
+        looks[product_key(look.source, look.look_id)] = look
+    generations: dict[str, Generation] = {}
+    first_seen = window.expression()
+    assert first_seen is not None
+    if conditioned:
+        first_seen = first_seen | pc.field("generation_id").isin(_text(conditioned))
+    for row in lake.read("generations", where=first_seen).to_pylist():
+        gen = TABLES["generations"].from_row(row)
+        assert isinstance(gen, Generation)
+        generations[gen.generation_id] = gen
+    named = {ann.item_ref for ann in annotations.values() if ann.item_ref}
+    named |= {item for gen in generations.values() for item in gen.item_ids}
+    refs = {ref for look in looks.values() for ref in look.product_refs}
+    products = {**products_named(lake, named - set(candidates), refs), **candidates}
+    look_products, unresolved = _link(looks, products)
     return LakeView(
         products=products,
         looks=looks,
-        generations=generations_by_id(lake),
+        generations=generations,
         owner_images=owner_images,
         kept=kept_images(lake, among),
-        annotations=annotations_of(lake, among),
+        annotations=annotations,
         look_products=look_products,
         unresolved_refs=unresolved,
     )

@@ -1,29 +1,53 @@
 """A month's steps read the month, not the lake's history (issue 28): with 1 and with 6 earlier
-months in the lake, dedup, annotation planning and `Lake.append` read the same rows and
-fragments of the lake's tables (`Lake.reads`), counted, not timed."""
+months in the lake, dedup, annotation planning, `Lake.append`, the evidence checks, the release's
+assembly (`stage`) and the label rules (`labels`) read the same rows of the lake's tables
+(`Lake.reads`), counted, not timed."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import random
+import shutil
 from pathlib import Path
 from typing import Any
 
+import factories
+import lakefill
+
 from lookbench_live.annotation.run import run_annotation
-from lookbench_live.config import AnnotationSettings, DedupSettings
+from lookbench_live.config import AnnotationSettings, DedupSettings, EvidenceSettings
 from lookbench_live.dedup import run_dedup
+from lookbench_live.evaluation.look_check import run_look_check
 from lookbench_live.schema.hashing import HASH_METHOD
-from lookbench_live.schema.records import ImageRecord, Product, product_key
+from lookbench_live.schema.records import ImageRecord, Look, Product, product_key
+from lookbench_live.schema.release import NOISE
 from lookbench_live.schema.taxonomy import default_taxonomy
+from lookbench_live.warehouse.freshness import record_baseline
+from lookbench_live.warehouse.labels import LabelRules
 from lookbench_live.warehouse.lake import Lake
+from lookbench_live.warehouse.release import stage_release
+from lookbench_live.warehouse.views import Window
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 PER_MONTH = 24
 TAXONOMY = default_taxonomy()
 
 
+def _seen(month: int) -> dt.datetime:
+    return T0 + dt.timedelta(days=31 * month)
+
+
+def _window(month: int) -> Window:
+    return Window(_seen(month), _seen(month + 1))
+
+
 def _write_month(lake: Lake, month: int, rng: random.Random) -> None:
-    seen = T0 + dt.timedelta(days=31 * month)
+    """A month's products with one real photo each (a release writes their bytes), a look linking
+    its first product by URL, and a generation conditioned on its second."""
+    seen = _seen(month)
+    if month == 0:
+        record_baseline(lake, "shop", seen - dt.timedelta(days=1), "baseline")
     products, images = [], []
     for k in range(PER_MONTH):
         pid = f"m{month}-{k}"
@@ -46,9 +70,9 @@ def _write_month(lake: Lake, month: int, rng: random.Random) -> None:
                 owner_id=product_key("shop", pid),
                 source="shop",
                 status="ok",
-                sha256=f"{month:02d}{k:062x}",
-                width=300,
-                height=400,
+                sha256=lake.put_image(lakefill.draw(month * PER_MONTH + k)),
+                width=160,
+                height=200,
                 phash=f"{rng.getrandbits(64):016x}",
                 phash_mirror=f"{rng.getrandbits(64):016x}",
                 dhash=f"{rng.getrandbits(64):016x}",
@@ -59,6 +83,19 @@ def _write_month(lake: Lake, month: int, rng: random.Random) -> None:
         )
     lake.append(products)
     lake.append(images)
+    look = Look(
+        look_id=f"look-{month}", source="shop", url=f"https://shop.example/look/{month}",
+        photo_url=f"https://shop.example/img/look-{month}.jpg", product_refs=[products[0].url], first_seen_at=seen,
+    )  # fmt: skip
+    lake.append([look])
+    linked = product_key("shop", products[1].product_id)
+    gen = factories.generation(
+        f"g{month:063d}", item_ids=[linked], prompt="a dress", seed=month, width=160, height=200,
+        scheduler="DDIM", conditioned_on=linked, conditioned_on_sha256=images[1].sha256,
+        conditioning_json=json.dumps([{"product_key": linked, "sha256": images[1].sha256}]),
+        sha256=lake.put_image(lakefill.draw(1000 + month)), first_seen_at=seen,
+    )  # fmt: skip
+    lake.append([gen])
 
 
 def _month_reads(tmp_path: Path, earlier: int) -> dict[str, Any]:
@@ -77,10 +114,31 @@ def _month_reads(tmp_path: Path, earlier: int) -> dict[str, Any]:
     annotator = Lake(home)
     annotated = run_annotation(annotator, AnnotationSettings(), TAXONOMY, "annotate-now")
     assert decided.kept == PER_MONTH and annotated.images == PER_MONTH and annotated.ok == PER_MONTH
+
+    # The release steps of the month, on its window, as the refresh runs them.
+    window = _window(earlier)
+    evidence = Lake(home)
+    checked = run_look_check(evidence, EvidenceSettings(), "evidence-now", window=window)
+    assert checked.looks == 1  # this month's conditioned generation, never an earlier month's
+    version = f"v{_seen(earlier):%Y%m%d}"
+    stager = Lake(home)
+    staged = stage_release(stager, version=version, window=window, run_id="stage-now")
+    labeller = Lake(home)
+    rules = LabelRules.from_lake(
+        labeller, on_wrong_main_attribute="hold_back", judge_model="judge", window=window
+    )
+    relabelled = stage_release(labeller, version=version, window=window, run_id="labels-now", labels=rules)
+    noise = staged.files[f"{NOISE}/gallery.parquet"]["rows"]
+    # Every product of the month but the one its look shows and the one its generation wears.
+    assert noise == relabelled.files[f"{NOISE}/gallery.parquet"]["rows"] == PER_MONTH - 2
+    shutil.rmtree(relabelled.path)  # (the second staging removed the first)
     return {
         "append": (dict(appender.reads.rows), dict(appender.reads.fragments)),
         "dedup": (dict(dedup.reads.rows), dict(dedup.reads.fragments)),
         "annotate": dict(annotator.reads.rows),
+        "evidence": dict(evidence.reads.rows),
+        "stage": dict(stager.reads.rows),
+        "labels": dict(labeller.reads.rows),
         "segments": (sum(appender.reads.key_segments.values()), sum(annotator.reads.key_segments.values())),
         "home": home,
     }
@@ -97,6 +155,15 @@ def test_a_months_reads_do_not_grow_with_earlier_months(tmp_path: Path) -> None:
     # products and of their stored annotations only.
     assert one["annotate"] == six["annotate"]
     assert one["annotate"]["products"] == 2 * PER_MONTH  # found, then read whole: this month's only
+    # The evidence checks read this month's generations, their annotations, stored outcomes and the
+    # photos of the products they wear; assembly and the label rules read the window's images,
+    # decisions and annotations, the products, looks and generations dated in it or named by them.
+    for step in ("evidence", "stage", "labels"):
+        assert one[step] == six[step], step
+    # This month's products (found, then read with all their rows) and the one its look's URL names.
+    assert one["stage"]["products"] == 2 * PER_MONTH + 2
+    assert one["stage"]["looks"] == one["stage"]["generations"] == 1
+    assert one["evidence"]["generations"] == 1 and one["evidence"]["images"] == 1
     # The key index itself is read (one small segment per fragment): it grows, the rows do not.
     assert six["segments"][0] > one["segments"][0]
 
