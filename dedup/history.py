@@ -222,8 +222,16 @@ def _ipc_bytes(table: pa.Table) -> bytes:
     return sink.getvalue()
 
 
+def _array(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """One array without a copy when the column is one chunk (as the index's files hold them):
+    a memory-mapped column stays on its pages, read only where a run touches it."""
+    if isinstance(column, pa.ChunkedArray):
+        return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    return column
+
+
 def _numpy(column: pa.ChunkedArray | pa.Array, dtype: Any) -> np.ndarray:
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    array = _array(column)
     if not len(array):
         return np.empty(0, dtype=dtype)
     return np.asarray(array.to_numpy(zero_copy_only=False), dtype=dtype)
@@ -243,7 +251,7 @@ class Shard:
     hashed: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
-        self.sha = self.rows.column("sha256").combine_chunks()
+        self.sha = _array(self.rows.column("sha256"))
         self.phash = _numpy(self.rows.column("phash"), np.uint64)
         self.mirror = _numpy(self.rows.column("phash_mirror"), np.uint64)
         self.hashed = _numpy(self.rows.column("hashed"), bool)
@@ -293,9 +301,7 @@ class DedupHistory:
     # What this object read of its shards: `index_rows` (rows whose key/hash/band columns it
     # holds), `detail_rows` (rows whose owners and dates it turned into Python objects).
     reads: Counter[str] = field(default_factory=Counter)
-    _new: list[tuple[Shard, bytes, bytes]] = field(default_factory=list)
-    _pending_file: str | None = None
-    _dirty: bool = False
+    _new: list[tuple[Shard, bytes, bytes]] = field(default_factory=list)  # shards to write
 
     def pending(self) -> list[Image]:
         """Images with no decision, in canonical order."""
@@ -356,11 +362,30 @@ class DedupHistory:
         return sorted(out)
 
     def searchable(self) -> int:
-        """How many distinct kept images have usable hashes (what the band search compares)."""
-        hashed = [s.sha.filter(pa.array(s.hashed)) for s in self.shards if len(s)]
-        if not hashed:
-            return 0
-        return int(pc.count_distinct(pa.chunked_array(hashed, pa.string())).as_py())
+        """How many distinct kept images have usable hashes (what the band search compares):
+        counted from the kept rows, plus the few owner rows that bring hashes to an image."""
+        count, extra = 0, set()
+        for shard in self.shards:
+            decision = shard.rows.column("decision")
+            kept = _numpy(pc.equal(decision, "kept").fill_null(False), bool)
+            count += int((kept & shard.hashed).sum())
+            later = _numpy(pc.is_null(decision), bool) & shard.hashed
+            if later.any():
+                extra.update(shard.sha.filter(pa.array(later)).to_pylist())
+        if extra:
+            with_kept_hashes = set()
+            for shard in self.shards:
+                rows = shard.find(pa.array(sorted(extra), pa.string()))
+                decision = shard.rows.column("decision").take(pa.array(rows)).to_pylist()
+                with_kept_hashes.update(
+                    sha
+                    for sha, d, h in zip(
+                        shard.sha.take(pa.array(rows)).to_pylist(), decision, shard.hashed[rows], strict=True
+                    )
+                    if d == "kept" and h
+                )
+            count += len(extra - with_kept_hashes)
+        return count
 
     def kept_unhashed(self) -> list[str]:
         """Kept images no row of which has usable hashes (rehashed from their bytes per run)."""
@@ -462,7 +487,6 @@ class DedupHistory:
             self.consumed[table] = sorted(
                 set(self.consumed[table]) | {_name(p) for p in paths if p not in lake.skipped}
             )
-        self._dirty = True
         return True
 
     def _reset(self) -> None:
@@ -548,7 +572,6 @@ def load(lake: Lake) -> DedupHistory:
                 image = _image_of(row)
                 if image is not None:
                     state.images[row["sha256"]] = image
-            state._pending_file = manifest["pending"]
     except (IndexDamaged, KeyError, TypeError, ValueError, pa.ArrowException) as exc:
         log.warning("lake %s: the dedup index is damaged (%s); rebuilding it from the tables", lake.home, exc)
         return DedupHistory()
@@ -571,7 +594,6 @@ def save(lake: Lake, state: DedupHistory) -> None:
         atomic_write_bytes(lake.fs, f"{directory}/{pending_file}", data)
     manifest = json.dumps(state.manifest(pending_file), sort_keys=True).encode()
     atomic_write_bytes(lake.fs, index_path(lake), manifest)
-    state._pending_file, state._dirty = pending_file, False
     named = {MANIFEST, pending_file} | {
         f"{s.name}.{kind}.arrow" for s in state.shards for kind in ("rows", "bands")
     }
