@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -74,6 +75,10 @@ class DedupResult:
     unhashable: int = 0  # images left undecided (bytes missing or undecodable), each a `rejections` row
     references: int = 0  # earlier kept and released images compared against
     known_hashes: int = 0
+    # What the call read of the dedup index (not in run summaries): kept images it holds as
+    # columnar arrays, and those read in detail (found near a pending image).
+    _index_rows: int = 0
+    _detail_rows: int = 0
 
 
 def _images_of(lake: Lake, shas: list[str]) -> dict[str, _Image]:
@@ -173,9 +178,8 @@ def run_dedup(
     """
     result = DedupResult(run_id=run_id, hash_method=HASH_METHOD, radius=settings.radius)
     # The lake's history as the dedup index holds it (dedup/history.py): only the fragments
-    # written since the last call are read.
+    # written since the last call are read, and the kept images stay in its columnar shards.
     state = history.caught_up(lake)
-    images = state.images
     pending = state.pending()
     result.pending = len(pending)
     if not pending:
@@ -186,15 +190,23 @@ def run_dedup(
     result.known_hashes = len(known)
     released, released_hashes = _released(lake)
 
-    # References: what this run's images must not repeat.
+    # References: what this run's images must not repeat. Kept images with usable hashes are
+    # searched in the index's shards (below); the others are nodes here, as in a full scan:
+    # released images the shards do not hold searchable, and kept images without usable hashes
+    # (rehashed from their bytes each call).
+    released_decided = state.decisions_of(list(released))
+    searchable = state.hashed_among([s for s, (d, _) in released_decided.items() if d == "kept"])
+    kept_unhashed = state.kept_unhashed()
+    others = sorted(set(kept_unhashed) | {sha for sha in released if sha not in searchable})
+    kept_run = {sha: run for sha, (d, run) in state.decisions_of(others).items() if d == "kept"}
+    images: dict[str, _Image] = {sha: img for sha, (img, _) in state.details(sorted(kept_run)).items() if img}
+    images.update({sha: state.images[sha] for sha in others if sha in state.images})
+    dropped_released = [sha for sha in others if released_decided.get(sha, ("",))[0] == "dropped"]
+    if dropped_released:
+        images.update(_images_of(lake, dropped_released))
     references: list[_Node] = []
     missing_released: dict[str, _Image] = {}
-    kept_earlier = state.kept_earlier()
-    dropped_released = [
-        sha for sha in released if sha not in images and state.decided.get(sha, ("",))[0] == "dropped"
-    ]
-    images = {**images, **_images_of(lake, dropped_released)} if dropped_released else images
-    for sha in sorted(set(kept_earlier) | set(released)):
+    for sha in others:
         image = images.get(sha)
         if image is None:  # released, but not from this lake's images table
             missing_released[sha] = _Image(sha256=sha)
@@ -205,13 +217,13 @@ def run_dedup(
                 continue
             missing_released[sha] = image
             continue
-        references.append(_Node(image, release=released.get(sha), run_id=kept_earlier.get(sha)))
+        references.append(_Node(image, release=released.get(sha), run_id=kept_run.get(sha)))
     if missing_released:
         recovered = {sha: released_hashes[sha] for sha in missing_released if sha in released_hashes}
         for sha, image in missing_released.items():
             if sha in recovered:
                 image.hashes = recovered[sha]
-                references.append(_Node(image, release=released[sha], run_id=kept_earlier.get(sha)))
+                references.append(_Node(image, release=released[sha], run_id=kept_run.get(sha)))
             else:
                 log.warning("released image %s could not be hashed; only exact copies of it are caught", sha)
 
@@ -231,14 +243,37 @@ def run_dedup(
                 Rejection(stage="dedup", item=image.sha256, reason="unhashable", detail=error, run_id=run_id)
             )
     result.unhashable = len(rejections)
-    result.references = len(references)
+    result.references = len(references) + state.searchable()
 
+    result._index_rows = sum(len(shard) for shard in state.shards)
+    find = search or range_pairs
+    queries = np.array([int(img.hashes.phash, 16) for img in candidates], dtype=np.uint64)  # type: ignore[union-attr]
+    # Kept images of earlier runs near a pending image: only these become nodes (all of them
+    # when the embedding stage compares every kept image).
+    found = state.search(queries, settings.radius, find=search)
+    wanted = state.all_searchable() if settings.embedding_model else sorted({sha for _, sha, _ in found})
+    held_here = len(references)
+    for sha, (image, kept_by) in sorted(state.details(wanted).items()):
+        if image is not None and image.hashes is not None:
+            references.append(_Node(image, release=released.get(sha), run_id=kept_by))
+    result._detail_rows = state.reads["detail_rows"]
+    node_of = {references[i].image.sha256: i for i in range(held_here, len(references))}
     nodes = references + [_Node(img, release=released.get(img.sha256)) for img in candidates]
     first_pending = len(references)
-    search_radius = settings.radius
-    hashes = [n.image.hashes for n in nodes]
-    find = search or range_pairs
-    near = _neighbours([img.hashes for img in candidates], hashes, search_radius, find)  # type: ignore[misc]
+    # This run's images and the references held here are searched as before.
+    local = list(range(held_here)) + list(range(first_pending, len(nodes)))
+    near = {
+        q: {local[t]: d for t, d in row.items()}
+        for q, row in _neighbours(
+            [img.hashes for img in candidates],  # type: ignore[misc]
+            [nodes[i].image.hashes for i in local],  # type: ignore[misc]
+            settings.radius,
+            find,
+        ).items()
+    }
+    for q, sha, distance in found:
+        if sha in node_of:
+            near.setdefault(q, {})[node_of[sha]] = distance
     known_near = _neighbours(
         [img.hashes for img in candidates],  # type: ignore[misc]
         [ImageHashes(p, m, "", HASH_METHOD) for p, m in zip(known.phash, known.phash_mirror, strict=True)],

@@ -60,3 +60,30 @@ def test_pack_round_trip_and_bad_hashes() -> None:
     with pytest.raises(ValueError, match="radius"):
         range_pairs(pack(hashes), pack(hashes), 65)
     assert len(range_pairs(pack([]), pack(hashes), 8)) == 0
+
+
+@pytest.mark.parametrize("radius", [0, 4, 8])
+def test_persisted_bands_equal_brute_force_with_mirrors(radius: int) -> None:
+    from lookbench_live.dedup import bands
+
+    rng = np.random.default_rng(radius + 100)
+    phash, mirror = (rng.integers(0, 2**64, 300, dtype=np.uint64) for _ in range(2))
+    # Copies of pHashes and mirrors with 0..radius + 2 bits flipped anywhere (a part boundary or
+    # the leading bits included), and random hashes.
+    queries = rng.integers(0, 2**64, 300, dtype=np.uint64)
+    for k in range(200):
+        source = phash if k % 2 else mirror
+        value = int(source[rng.integers(300)])
+        for bit in rng.choice(64, size=int(rng.integers(0, radius + 3)), replace=False):
+            value ^= 1 << int(bit)
+        queries[k] = value
+    hashed = rng.random(300) < 0.9  # rows without usable hashes are never found
+    q, r, d = bands.search(queries, phash, mirror, bands.build(phash, mirror, hashed), radius)
+    both = np.minimum(
+        np.bitwise_count(queries[:, None] ^ phash[None, :]),
+        np.bitwise_count(queries[:, None] ^ mirror[None, :]),
+    )
+    qi, ti = np.nonzero((both <= radius) & hashed[None, :])
+    expected = {(int(i), int(j), int(both[i, j])) for i, j in zip(qi, ti, strict=True)}
+    assert set(zip(q.tolist(), r.tolist(), d.tolist(), strict=True)) == expected
+    assert len(q) == len(expected) and (radius == 0 or len(expected) >= 20)

@@ -169,6 +169,6 @@ def test_a_months_reads_do_not_grow_with_earlier_months(tmp_path: Path) -> None:
 
     # The test can fail: a lake whose dedup index is lost reads the whole history once.
     lake = Lake(six["home"])
-    Path(lake.path("derived", "dedup_index.parquet")).unlink()
+    Path(lake.path("derived", "dedup_index", "manifest.json")).unlink()
     run_dedup(lake, DedupSettings(), "dedup-again")
     assert lake.reads.rows["images"] == 7 * PER_MONTH
