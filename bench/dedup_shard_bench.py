@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
-from lookbench_live.dedup.index import range_pairs
-from lookbench_live.dedup.shards import _merge, _unique, shard_inputs, shard_pairs
+from lookbench_live.dedup.index import merge_pairs, range_pairs
+from lookbench_live.dedup.shards import _unique, shard_inputs, shard_pairs
 
 
 def main() -> None:
@@ -46,7 +46,7 @@ def main() -> None:
             started = time.process_time()
             found.append(shard_pairs(*shard))
             per_shard.append(time.process_time() - started)
-        merged = _unique(_merge(found))
+        merged = _unique(merge_pairs(found))
         same = np.array_equal(merged.query, flat.query) and np.array_equal(merged.target, flat.target)
         sent = max(len(shard[0]) + len(shard[1]) for shard in inputs)
         print(

@@ -16,14 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from lookbench_live.dedup.index import _MIH_PARTS, MIH_MAX_RADIUS, _flip_masks
+from lookbench_live.dedup.index import MIH_MAX_RADIUS, MIH_PARTS, flip_masks, part_values
 
-PARTS = _MIH_PARTS  # (shift, bits), most significant first: persisted shards depend on them
+PARTS = MIH_PARTS  # (shift, bits), most significant first: persisted shards depend on them
 QUERY_CHUNK = 16_384  # queries probed at once: bounds the candidate arrays
-
-
-def part_values(u64: np.ndarray, shift: int, bits: int) -> np.ndarray:
-    return ((u64 >> np.uint64(shift)) & np.uint64((1 << bits) - 1)).astype(np.uint32)
 
 
 def build(phash: np.ndarray, mirror: np.ndarray, hashed: np.ndarray) -> dict[str, np.ndarray]:
@@ -34,7 +30,7 @@ def build(phash: np.ndarray, mirror: np.ndarray, hashed: np.ndarray) -> dict[str
     values = np.concatenate([phash[rows], mirror[rows]]).astype(np.uint64)
     out: dict[str, np.ndarray] = {}
     for i, (shift, bits) in enumerate(PARTS):
-        keys = part_values(values, shift, bits)
+        keys = part_values(values, shift, bits, np.uint32)
         order = np.argsort(keys, kind="stable")
         out[f"key{i}"] = keys[order]
         out[f"code{i}"] = codes[order]
@@ -60,10 +56,10 @@ def search(
         keys, codes = bands[f"key{i}"], bands[f"code{i}"]
         if not len(keys):
             continue
-        masks = _flip_masks(bits, flips).astype(np.uint32)
+        masks = flip_masks(bits, flips).astype(np.uint32)
         for start in range(0, len(queries), QUERY_CHUNK):
             block = queries[start : start + QUERY_CHUNK]
-            values = part_values(block, shift, bits)
+            values = part_values(block, shift, bits, np.uint32)
             for mask in masks:
                 # Probes in sorted order: numpy's binary search narrows from the previous answer,
                 # 5x faster here than probing in query order.

@@ -93,8 +93,8 @@ def range_pairs(
     Pairs come sorted by query, then target. Both engines give the same pairs; `auto` uses
     `mih` when the search is large and the radius allows it.
     """
-    queries = _as_packed(queries, "queries")
-    targets = _as_packed(targets, "targets")
+    queries = as_packed(queries, "queries")
+    targets = as_packed(targets, "targets")
     if radius < 0 or radius > HASH_BITS:
         raise ValueError(f"radius {radius} is outside 0..{HASH_BITS}")
     if len(queries) == 0 or len(targets) == 0:
@@ -109,10 +109,10 @@ def range_pairs(
         parts = list(_mih_chunks(queries, targets, radius, chunk or 1 << 20))
     else:
         raise ValueError(f"unknown search engine {engine!r}; use auto, flat or mih")
-    return _merge(parts)
+    return merge_pairs(parts)
 
 
-def _as_packed(array: np.ndarray, name: str) -> np.ndarray:
+def as_packed(array: np.ndarray, name: str) -> np.ndarray:
     array = np.ascontiguousarray(array)
     if array.dtype != np.uint8 or array.ndim != 2 or array.shape[1] != HASH_BITS // 8:
         raise ValueError(
@@ -121,7 +121,7 @@ def _as_packed(array: np.ndarray, name: str) -> np.ndarray:
     return array
 
 
-def _merge(parts: list[Pairs]) -> Pairs:
+def merge_pairs(parts: list[Pairs]) -> Pairs:
     parts = [p for p in parts if len(p)]
     if not parts:
         return Pairs.empty()
@@ -146,14 +146,19 @@ def _flat_chunks(queries: np.ndarray, targets: np.ndarray, radius: int, chunk: i
 
 
 # ---------------------------------------------------------------------- multi-index hashing
-_MIH_PARTS = ((42, 22), (21, 21), (0, 21))  # (shift, bits): 22 + 21 + 21 = 64
+MIH_PARTS = ((42, 22), (21, 21), (0, 21))  # (shift, bits): 22 + 21 + 21 = 64
 
 
-def _as_u64(packed: np.ndarray) -> np.ndarray:
+def as_u64(packed: np.ndarray) -> np.ndarray:
     return packed.view(">u8").reshape(-1).astype(np.uint64)
 
 
-def _flip_masks(bits: int, max_flips: int) -> np.ndarray:
+def part_values(u64: np.ndarray, shift: int, bits: int, dtype: type = np.int64) -> np.ndarray:
+    """The `bits`-bit part of each 64-bit hash that starts `shift` bits from the right."""
+    return ((u64 >> np.uint64(shift)) & np.uint64((1 << bits) - 1)).astype(dtype)
+
+
+def flip_masks(bits: int, max_flips: int) -> np.ndarray:
     masks = [0]
     for weight in range(1, max_flips + 1):
         for positions in itertools.combinations(range(bits), weight):
@@ -164,21 +169,21 @@ def _flip_masks(bits: int, max_flips: int) -> np.ndarray:
 def _mih_chunks(queries: np.ndarray, targets: np.ndarray, radius: int, chunk: int) -> Iterator[Pairs]:
     if radius > MIH_MAX_RADIUS:
         raise ValueError(f"the mih engine handles radius <= {MIH_MAX_RADIUS}; use engine='flat' for {radius}")
-    q64 = _as_u64(queries)
-    t64 = _as_u64(targets)
-    part_radius = radius // len(_MIH_PARTS)
+    q64 = as_u64(queries)
+    t64 = as_u64(targets)
+    part_radius = radius // len(MIH_PARTS)
     tables = []
-    for shift, bits in _MIH_PARTS:
-        values = ((t64 >> np.uint64(shift)) & np.uint64((1 << bits) - 1)).astype(np.int64)
+    for shift, bits in MIH_PARTS:
+        values = part_values(t64, shift, bits)
         order = np.argsort(values, kind="stable")
         starts = np.zeros((1 << bits) + 1, dtype=np.int64)
         np.cumsum(np.bincount(values, minlength=1 << bits), out=starts[1:])
-        tables.append((shift, bits, order, starts, _flip_masks(bits, part_radius)))
+        tables.append((shift, bits, order, starts, flip_masks(bits, part_radius)))
     for start in range(0, len(q64), chunk):
         block = q64[start : start + chunk]
         found: list[Pairs] = []
         for shift, bits, order, starts, masks in tables:
-            values = ((block >> np.uint64(shift)) & np.uint64((1 << bits) - 1)).astype(np.int64)
+            values = part_values(block, shift, bits)
             for mask in masks:
                 probe = values ^ mask
                 first = starts[probe]
@@ -198,7 +203,7 @@ def _mih_chunks(queries: np.ndarray, targets: np.ndarray, radius: int, chunk: in
                     found.append(Pairs(q_local[keep] + start, target[keep], distance[keep]))
         if not found:
             continue
-        merged = _merge(found)
+        merged = merge_pairs(found)
         # A pair close in several parts is found several times; keep one.
         key = merged.query * len(t64) + merged.target
         _, first_index = np.unique(key, return_index=True)

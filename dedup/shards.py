@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from lookbench_live.dedup.index import HASH_BITS, Pairs, _as_packed, _as_u64, _merge
+from lookbench_live.dedup.index import HASH_BITS, Pairs, as_packed, as_u64, merge_pairs, part_values
 
 # Candidate (query, target) pairs compared at once: bounds memory when many hashes share a part
 # value (blank or flat images hash alike).
@@ -42,10 +42,6 @@ def parts_for(radius: int) -> list[tuple[int, int]]:
     return parts
 
 
-def _part_values(u64: np.ndarray, shift: int, bits: int) -> np.ndarray:
-    return ((u64 >> np.uint64(shift)) & np.uint64((1 << bits) - 1)).astype(np.int64)
-
-
 def _buckets(values: np.ndarray, bits: int, count: int) -> np.ndarray:
     # The value's leading bits pick the bucket: count equal ranges of the part's values.
     return (values.astype(np.float64) * count / float(1 << bits)).astype(np.int64).clip(0, count - 1)
@@ -53,10 +49,10 @@ def _buckets(values: np.ndarray, bits: int, count: int) -> np.ndarray:
 
 def shard_rows(packed: np.ndarray, radius: int, shard: int, count: int) -> np.ndarray:
     """Row numbers of `packed` hashes that some part puts in bucket `shard`: what it needs."""
-    u64 = _as_u64(_as_packed(packed, "hashes"))
+    u64 = as_u64(as_packed(packed, "hashes"))
     keep = np.zeros(len(u64), dtype=bool)
     for shift, bits in parts_for(radius):
-        keep |= _buckets(_part_values(u64, shift, bits), bits, count) == shard
+        keep |= _buckets(part_values(u64, shift, bits), bits, count) == shard
     return np.nonzero(keep)[0]
 
 
@@ -71,11 +67,11 @@ def shard_pairs(
 ) -> Pairs:
     """The pairs within `radius` that meet in bucket `shard` of some part; row numbers are
     `query_rows`/`target_rows` (the rows' numbers in the full search)."""
-    q64 = _as_u64(_as_packed(queries, "queries"))
-    t64 = _as_u64(_as_packed(targets, "targets"))
+    q64 = as_u64(as_packed(queries, "queries"))
+    t64 = as_u64(as_packed(targets, "targets"))
     found: list[Pairs] = []
     for shift, bits in parts_for(radius):
-        qv, tv = _part_values(q64, shift, bits), _part_values(t64, shift, bits)
+        qv, tv = part_values(q64, shift, bits), part_values(t64, shift, bits)
         q_in = np.nonzero(_buckets(qv, bits, count) == shard)[0]
         t_in = np.nonzero(_buckets(tv, bits, count) == shard)[0]
         if not len(q_in) or not len(t_in):
@@ -97,7 +93,7 @@ def shard_pairs(
             near = distance <= radius
             if near.any():
                 found.append(Pairs(query_rows[q_pair[near]], target_rows[t_pair[near]], distance[near]))
-    return _unique(_merge(found))
+    return _unique(merge_pairs(found))
 
 
 def _groups(counts: np.ndarray) -> list[tuple[int, int]]:
@@ -139,13 +135,13 @@ def sharded_range_pairs(
 
     `run` takes the shards' argument tuples and returns their `Pairs` (the flow submits each as
     a task); by default they run here, one after the other."""
-    queries = _as_packed(queries, "queries")
-    targets = _as_packed(targets, "targets")
+    queries = as_packed(queries, "queries")
+    targets = as_packed(targets, "targets")
     if not len(queries) or not len(targets):
         return Pairs.empty()
     inputs = shard_inputs(queries, targets, radius, count)
     results = run(inputs) if run is not None else [shard_pairs(*args) for args in inputs]
-    return _unique(_merge(list(results)))
+    return _unique(merge_pairs(list(results)))
 
 
 def searcher(count: int, run: ShardRunner | None = None) -> Callable[[np.ndarray, np.ndarray, int], Pairs]:
