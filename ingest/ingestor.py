@@ -31,6 +31,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
 from lookbench_live import activity, interrupt
 from lookbench_live.config import DEFAULT_CONTACT_URL, IngestSettings
 from lookbench_live.ingest.downloader import FetchFailed, ImageDownloader
@@ -347,7 +349,17 @@ def ingest_images(
     filled into the user agent.
     """
     result = IngestResult()
-    existing = lake.keys("images")
+    # Only the requests' own keys are looked up (the lake's key index), never the whole column.
+    existing = lake.stored_keys(
+        "images",
+        pa.table(
+            {
+                "owner_kind": [r.owner_kind for r in requests],
+                "owner_id": [r.owner_id for r in requests],
+                "source_url": [r.url for r in requests],
+            }
+        ),
+    )
     by_url: dict[str, list[ImageRequest]] = {}
     seen: set[tuple[str, str, str]] = set()
     for request in requests:

@@ -529,6 +529,14 @@ class Lake:
             out[path] = segment
         return out
 
+    def key_digest_index(self, table: str) -> np.ndarray:
+        """The sorted 64-bit key digests of every stored row of `table` (its key index: 8 bytes a
+        row, read from derived/keys, made again for a fragment that lacks its segment)."""
+        segments = self._segments(table, self.fragments(table))
+        if not segments:
+            return np.empty(0, dtype=np.uint64)
+        return np.sort(np.concatenate(list(segments.values())).astype(np.uint64))
+
     def stored_keys(
         self, table: str, candidates: pa.Table, files: Sequence[str] | None = None
     ) -> set[tuple[Any, ...]]:
