@@ -42,13 +42,13 @@ from typing import Any
 import psutil
 
 STAGES = (
-    "crawl", "ingest", "dedup", "annotate", "generate", "stage", "check", "audit", "evaluate", "report",
-    "commit", "summary",
+    "crawl", "ingest", "dedup", "annotate", "generate", "evidence", "stage", "check", "audit", "labels",
+    "evaluate", "report", "commit", "summary",
 )  # fmt: skip
 # The refresh's steps in order (flows/refresh.py PIPELINE): the k-th progress line ends ORDER[k].
 ORDER = (
-    "crawl", "ingest", "dedup", "annotate", "generate", "dedup", "annotate", "stage", "check", "audit",
-    "evaluate", "report", "commit", "summary",
+    "crawl", "ingest", "dedup", "annotate", "generate", "dedup", "annotate", "evidence", "stage", "check",
+    "audit", "labels", "evaluate", "report", "commit", "summary",
 )  # fmt: skip
 STAGE_LINE = re.compile(r"^(?P<name>[a-z]+)\s+.*\((?P<s>\d+(?:\.\d+)?) s\)\s*$")
 
@@ -138,6 +138,9 @@ def run_refresh(cli: str, home: str, config: str, as_of: str, port: int, log: Pa
         "peak_rss_max_process_mb": round(usage.ru_maxrss / 1024, 1),  # Linux: KiB
         "peak_pss_tree_mb": round(sampler.peak_bytes / 2**20, 1),
         "peak_pss_tree_during": sampler.peak_stage,
+        # The tree's largest PSS seen while each stage ran: memory a process took stays taken, so
+        # the first stage that reaches the peak is the one that grew it (teardown only keeps it).
+        "peak_pss_tree_by_stage_mb": {k: round(v / 2**20, 1) for k, v in sampler.stage_peaks.items()},
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
     }
 
