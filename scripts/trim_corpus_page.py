@@ -3,9 +3,10 @@
     .venv/bin/python scripts/trim_corpus_page.py IN.html OUT.html [--max-bytes 190000]
 
 Removed, in this order until the page fits: comments, non-JSON scripts, styles, svg, noscript,
-iframes, stylesheet/preload links, `style`/`srcset`/`sizes`/event attributes; then header, footer
-and nav; then JSON state scripts over 40 kB (JSON-LD is always kept); then `<option>` lists and
-long link lists. Text, classes, ids, `itemprop`, `<meta>` and `<img src>` are kept, so
+iframes, stylesheet/preload links, `style`/`srcset`/`sizes`/event attributes; then the site's
+header, footer and nav (page chrome: not a `<header>` inside the main content or the product,
+nor a breadcrumb); then JSON state scripts over 40 kB (JSON-LD is always kept); then variant
+`<select>` lists with the label naming each; then long link lists. Text, classes, ids, `itemprop`, `<meta>` and `<img src>` are kept, so
 the page's visible title, price block and gallery stay as the site served them.
 """
 
@@ -59,6 +60,45 @@ _BLOCKS = "|".join(
 )
 
 
+# Where a page's content is: a `<header>` in here is the product's own ("product--header" on
+# Shopware 5, holding the title, brand and rating), not the site's.
+# `<html>` and `<body>` do not count: Magento names its body "catalog-product-view", and some
+# sites put `itemscope` on the whole page.
+_CONTENT = (
+    "ancestor::main or ancestor::article or ancestor::*[not(self::body or self::html)]"
+    "[@role='main' or @itemscope or contains(translate(@class, 'PRODUCT', 'product'), 'product')]"
+)
+
+
+def _page_chrome(element: lxml_html.HtmlElement) -> bool:
+    """A site's header, footer or navigation: not one inside the main content or a product, not
+    one named for the product, and not a breadcrumb (`<nav class="breadcrumb">`: the category path)."""
+    hint = f"{element.get('id') or ''} {element.get('class') or ''} {element.get('aria-label') or ''}".lower()
+    if "product" in hint or "breadcrumb" in hint:
+        return False
+    return not element.xpath(f"boolean({_CONTENT})")
+
+
+def _drop_select(select: lxml_html.HtmlElement) -> None:
+    """A variant `<select>` with the label that names it (`<label for=…>`, Shopware's
+    `<p class="configurator--label">Farbe:</p>` just before it): left without its select, the
+    label reads as a field whose value is whatever text follows ("Farbe: Größe:")."""
+    labels = []
+    if select.get("id"):
+        labels += select.getroottree().xpath("//label[@for=$id]", id=select.get("id"))
+    before = select.getprevious()
+    holder = select.getparent()
+    if before is None and holder is not None and len(holder) == 1 and not (holder.text or "").strip():
+        before = holder.getprevious()  # Shopware: the label, then a `.select-field` holding the select
+        select = holder
+    if before is not None and isinstance(before.tag, str) and len(before) == 0:
+        text = " ".join((before.text or "").split())
+        if text.endswith(":") and len(text) <= 31:
+            labels.append(before)
+    for element in [*labels, select]:
+        _drop(element)
+
+
 def _drop_long_attributes(element: lxml_html.HtmlElement) -> None:
     for name, value in list(element.attrib.items()):
         if len(value) > 400 and name not in ("content", "src", "href"):
@@ -94,13 +134,13 @@ def trim(text: str, max_bytes: int) -> str:
             for attr in [a for a in element.attrib if TRACKING_ATTR.match(a)]:
                 del element.attrib[attr]
     steps = [
-        lambda: [_drop(e) for e in tree.xpath("//header|//footer|//nav")],
+        lambda: [_drop(e) for e in tree.xpath("//header|//footer|//nav") if _page_chrome(e)],
         lambda: [
             _drop(e)
             for e in tree.xpath("//script")
             if "ld+json" not in (e.get("type") or "").lower() and len(e.text or "") > 40_000
         ],
-        lambda: [_drop(e) for e in tree.xpath("//select")],
+        lambda: [_drop_select(e) for e in tree.xpath("//select")],
         lambda: [_drop(e) for e in tree.xpath("//ul[count(li) > 15]|//ol[count(li) > 15]")],
         # Hidden blocks, but not one holding the page's gallery: Amazon marks its image block
         # aria-hidden while its script runs, and `data-old-hires` / `data-a-dynamic-image` are the

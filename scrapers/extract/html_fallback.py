@@ -9,19 +9,26 @@ records which one ("itemprop", "meta", "html:title-element", "html:price-element
   `<h1>` in it); the page's only meaningful `<h1>`; an element whose class names one; `og:title`.
 - price: a loose `itemprop="price"`; the first element whose id (then, failing that, class) names
   a price (not a list, old, "was", saving or shipping price) whose text is one amount with a
-  currency sign or code; never one labelled "List Price:" / "RRP" / "UVP", struck through
-  (`a-text-strike`, `data-a-strike`), under a list-price element, or in other sellers' offers
-  (Amazon's `#mbc`).
+  currency sign or code, or, for a price block that also shows a former, lowest or coupon
+  price, the amount its own `data-price-value` / `data-price-amount` / `data-price` / `content`
+  states as its text writes it ("32 990 Kč"); never one labelled "List Price:" / "RRP" / "UVP",
+  struck through (`a-text-strike`, `data-a-strike`), under a list-price element, or in other
+  sellers' offers (Amazon's `#mbc`).
 - currency: `itemprop="priceCurrency"`, else the sign or code written in that price text
-  (€ EUR, £ GBP, "$" USD only on an `en-US` page, CHF, kr only with a Nordic language…), else
+  (€ EUR, £ GBP, CHF…; a sign several currencies write — "$", "kr", "¥", "LE" — only where the
+  page names its market: its language tag's region, "en-US" USD, "en-EG" EGP, "sv-SE" SEK, else
+  its host's country-code domain, `.se`, `.ca`; never `.com` or `.co`), else
   the Amazon marketplace's currency (amazon.com USD, .co.uk GBP, .de EUR, .ca CAD, .com.br BRL,
   .co.jp JPY…) when the price text names no other and, for a dollar marketplace, writes "$"
   (source `url:marketplace`).
 - image: a loose `itemprop="image"`; `og:image`; an `<img>` whose id names the main picture
   (Amazon's `#landingImage`, `#main-image`, `#imgBlkFront`); one whose class (or its holder's)
   starts with landing/main/primary/hero; one whose alt is the product's title (not in a
-  thumbnail strip); one in a gallery or zoom. A `data:` placeholder is read for its
-  `data-old-hires`, `data-a-dynamic-image` (the largest) or `data-src`.
+  thumbnail strip); one in a gallery or zoom; else a gallery's item or lightbox link outside
+  product cards (lightGallery's `data-src`, a thickbox `<a href="….jpg">`). A `data:`
+  placeholder is read for its `data-old-hires`, `data-a-dynamic-image` (the largest) or
+  `data-src`. A structured product that names no picture (and no `og:image`) takes the same
+  rules' picture, without `itemprop` and `og:image` (`page_image`).
 - brand: `itemprop="brand"`, `product:brand` / `og:brand`, the brand part of the `<h1>`, an
   element whose id/class names a brand or byline stating "Visit the X Store", "Besuche den
   X-Store", "Brand: X", "Marca: X"… (never an author or a contributor: a byline linking to an
@@ -47,7 +54,11 @@ records which one ("itemprop", "meta", "html:title-element", "html:price-element
 
 A product is made only when the page shows a title and a price and is a product page: a buy
 button or form (add to cart / basket / bag, "In den Warenkorb", "Ajouter au panier",
-"Añadir a la cesta"…) or `og:type` product. Articles, recipes, listings of prices without a buy
+"Añadir a la cesta"…, a form whose action adds to the cart: `/cart/add`), an availability
+element, `og:type` product, or, with a title from the page's title element or `<h1>`, a product
+gallery (an element named for a product's gallery or media, "product-gallery", holding a picture
+file) outside product cards: a reduced or script-built page may show no buy control, but an
+article or a price tracker shows no product gallery. Articles, recipes, listings of prices without a buy
 control, and removed products ("PDP" placeholders) give nothing: a wrong product is worse than none.
 """
 
@@ -121,6 +132,11 @@ _BUY = re.compile(
     r"jetzt kaufen|ajouter au panier|acheter|añadir a la cesta|comprar|aggiungi al carrello|"
     r"in winkelwagen|lägg i varukorgen"
 )
+# A form that adds to the cart, by its action (`/cart/add`, `checkout/cart/add/product/…`,
+# `?add-to-cart=…`, `warenkorb/add`): never a cart page's own update or checkout form ("/cart").
+_ADD_ACTION = re.compile(
+    r"(?i)(?:cart|basket|bag|warenkorb|panier|carrito|carrello)[/_-]?add|add[-_/]?to[-_/]?(?:cart|basket|bag)|addtocart"
+)
 _BUY_ATTR = re.compile(r"(?i)add[-_]?to[-_]?(?:cart|basket|bag)|buy[-_]?now|addtocart|buybox")
 _BRAND_TEXT = re.compile(
     r"(?i)^(?:visit the (?P<a>.+?) store|besuche den (?P<b>.+?)-store|visita la tienda de (?P<c>.+)|"
@@ -180,7 +196,15 @@ def html_product(
     title = title or _pick(sources, "title", clean_title(_first(metas, "og:title")), "meta:og:title")
     price_text, price_source = _price_text(body, itemprops, cards)
     price = parse_price(price_text, lang=lang) if price_text else None
-    product_page = "product" in og_type or _buy_controls(body, cards) or _stock_element(body, cards)
+    product_page = (
+        "product" in og_type
+        or _buy_controls(body, cards)
+        or _stock_element(body, cards)
+        or (
+            sources.get("title") == "html:title-element"
+            and _gallery(body, url, cards, _PRODUCT_GALLERY) is not None
+        )
+    )
     if not title or not price or not product_page:
         return None  # not a product page, or a listing (its prices are all in product cards)
     sources["price"] = price_source
@@ -190,11 +214,11 @@ def html_product(
     if currency:
         sources["currency"] = "itemprop/meta"
     else:
-        currency = _pick(sources, "currency", currency_of(price_text, lang), price_source)
+        currency = _pick(sources, "currency", currency_of(price_text, lang, canonical), price_source)
         currency = currency or _pick(
             sources, "currency", marketplace_currency(canonical, price_text), "url:marketplace"
         )
-    images = _images(body, itemprops, metas, url, sources, title)
+    images = _images(body, itemprops, metas, url, sources, title, cards)
     brand = _pick(sources, "brand", _itemprop_text(itemprops, "brand"), "itemprop")
     brand = brand or _pick(
         sources, "brand", clean_title(_first(metas, "product:brand") or _first(metas, "og:brand")), "meta"
@@ -208,6 +232,7 @@ def html_product(
     product_id = _pick(sources, "product_id", _markup_id(body, itemprops), "html:id")
     product_id = product_id or _pick(sources, "product_id", url_identifier(canonical), "url:asin")
     product_id = product_id or _pick(sources, "product_id", _labelled_id(body), "html:label")
+    product_id = product_id or _pick(sources, "product_id", url_confirmed_id(body, canonical), "html:code")
     availability = normalize_availability(
         _itemprop_text(itemprops, "availability")
     ) or normalize_availability(_first(metas, "og:availability") or _first(metas, "product:availability"))
@@ -257,20 +282,56 @@ def currencies_written(text: str) -> set[str]:
     return found
 
 
-def currency_of(text: str | None, lang: str | None) -> str | None:
-    """ISO currency a price text writes ("£49.00" GBP, "EUR 12,99", "209,00€"); "$" only on a
-    US English page (it is also CAD, AUD, MXN, ARS…); None when unsure."""
+def currency_of(text: str | None, lang: str | None, url: str | None = None) -> str | None:
+    """ISO currency a price text writes ("£49.00" GBP, "EUR 12,99", "209,00€"); a sign that
+    several currencies write ("$", "kr", "¥", "LE") only where the page names its market
+    (`local_currency`); None when unsure."""
     if not text:
         return None
     code = _CODE.search(text)
     if code:
         return code.group(1)
     for sign, iso in _SIGNS:
-        if sign in text:
+        if sign in text and iso:
             return iso
-    if "$" in text and (lang or "").lower().replace("_", "-") == "en-us":
-        return "USD"
-    return None
+    return local_currency(text, lang, url)
+
+
+# A sign several currencies write names one when the page states the market it sells in: the
+# region of its language tag (`lang="en-EG"`, `og:locale` "sv_SE"), else its host's country-code
+# domain (`.se`, `.ca`). Only the signs that market's own currency writes count, so "$" on an
+# `en-GB` page, "kr" on an `en-US` page or "$" on `lang="en"` at a `.com` host stay unknown.
+# ".co" (Colombia) is not read: it is sold as a generic domain.
+_LOCAL = {
+    "US": ("USD", r"\$"), "CA": ("CAD", r"\$"), "AU": ("AUD", r"\$"), "NZ": ("NZD", r"\$"),
+    "MX": ("MXN", r"\$"), "SG": ("SGD", r"\$"), "HK": ("HKD", r"\$"), "AR": ("ARS", r"\$"),
+    "CL": ("CLP", r"\$"), "SE": ("SEK", r"(?<![^\W\d_])kr(?![^\W\d_])|\d:-"),
+    "NO": ("NOK", r"(?<![^\W\d_])kr(?![^\W\d_])"), "DK": ("DKK", r"(?<![^\W\d_])kr(?![^\W\d_])"),
+    "IS": ("ISK", r"(?<![^\W\d_])kr(?![^\W\d_])"), "JP": ("JPY", r"¥|円"), "CN": ("CNY", r"¥|元"),
+    "EG": ("EGP", r"(?<![^\W\d_])LE(?![^\W\d_])"), "ZA": ("ZAR", r"(?<![^\W\d_])R\s?\d"),
+}  # fmt: skip
+
+
+def market_region(lang: str | None, url: str | None) -> str | None:
+    """The country a page sells in, as it states it: its language tag's region ("en-EG" EG),
+    else its host's country-code domain ("shop.example.se" SE); None when it states none."""
+    found = re.fullmatch(r"[A-Za-z]{2,3}[-_]([A-Za-z]{2})", (lang or "").strip())
+    if found:
+        return found.group(1).upper()
+    host = urlsplit(url or "").netloc.lower().split(":")[0]
+    tld = host.rsplit(".", 1)[-1] if "." in host else ""
+    return tld.upper() if len(tld) == 2 and tld != "co" else None
+
+
+def local_currency(text: str, lang: str | None, url: str | None = None) -> str | None:
+    """The currency of the page's market (`market_region`) when the price text writes that
+    currency's own sign and names no other currency ("LE 34" on an `en-EG` page, "$59.99" on an
+    `en-US` page, "249:-" on a `.se` host)."""
+    local = _LOCAL.get(market_region(lang, url) or "")
+    if not local or currencies_written(text) - {local[0]}:
+        return None
+    iso, sign = local
+    return iso if re.search(sign, text) else None
 
 
 # Amazon sells in one currency per marketplace; its pages write "$" or "¥" (or no sign on old
@@ -435,15 +496,33 @@ def _price_text(
             if not _PRICE_HINT.search(hint) or _NOT_PRICE.search(_hint(element)):
                 continue
             text = _text(element)
-            if not text or len(text) > 40 or len(_AMOUNT.findall(text)) != 1 or _in_card(element, cards):
+            if not text or _in_card(element, cards) or _other_price(element, text):
                 continue
-            if _other_price(element, text):
-                continue
-            if not (_CODE.search(text) or any(sign in text for sign, _ in _SIGNS) or "$" in text):
+            shown = text if len(text) <= 40 and len(_AMOUNT.findall(text)) == 1 else None
+            # A price block that also shows a former, lowest-in-30-days or coupon price: the
+            # amount its own attribute states (`data-price-value="32990"`, Magento's
+            # `data-price-amount`), as its text writes it with a currency ("32 990 Kč").
+            shown = shown or _attribute_amount(element, text)
+            if not shown or not (_CODE.search(shown) or any(s in shown for s, _ in _SIGNS) or "$" in shown):
                 continue
             where = f"#{hint}" if attr == "id" else f".{hint.split()[0]}"
-            return text, f"html:price-element {element.tag}{where}"
+            return shown, f"html:price-element {element.tag}{where}"
     return None, ""
+
+
+_PRICE_ATTRS = ("data-price-amount", "data-price-value", "data-price", "content")
+
+
+def _attribute_amount(element: lxml_html.HtmlElement, text: str) -> str | None:
+    """The money text (amount and currency) in a price element's text that equals the amount
+    the element's own attribute states; None when it states none or the text does not show it."""
+    stated = next((parse_price(element.get(a)) for a in _PRICE_ATTRS if element.get(a)), None)
+    if not stated:
+        return None
+    for match in _MONEY_TEXT.finditer(text):
+        if parse_price(match.group(0)) == stated:
+            return match.group(0).strip()
+    return None
 
 
 def _other_price(element: lxml_html.HtmlElement, text: str) -> bool:
@@ -469,6 +548,7 @@ def _images(
     url: str,
     sources: dict[str, str],
     title: str,
+    cards: set[lxml_html.HtmlElement],
 ) -> list[str]:
     for value in itemprops.get("image", []):
         found = absolute_url(value, url) if isinstance(value, str) else None
@@ -484,7 +564,13 @@ def _images(
         if found:
             sources["image"] = "html:main-image"
             return [found]
-    for hint in (_MAIN_IMAGE_HINT, None, _IMAGE_HINT):
+    for hint in (_MAIN_IMAGE_HINT, None, _IMAGE_HINT, _GALLERY_HINT):
+        if hint is _GALLERY_HINT:  # a gallery's item or lightbox link: the full-size picture
+            found = _gallery(body, url, cards)
+            if found:
+                sources["image"] = "html:gallery"
+                return [found]
+            continue
         for img in body.iter("img"):
             holder = img.getparent()
             hints = _hint(img) + " " + (_hint(holder) if holder is not None else "")
@@ -497,6 +583,63 @@ def _images(
                 sources["image"] = "html:image-alt" if hint is None else "html:image-element"
                 return [found]
     return []
+
+
+# A product's gallery: lightGallery's `#lightgallery`, `.product-gallery`, `.product-media`,
+# `.woocommerce-product-gallery`, a zoom or lightbox. Not "carousel" or "slider": those also hold
+# rows of other products.
+_GALLERY_HINT = re.compile(
+    r"(?i)gallery|zoom|lightbox|fancybox|thickbox|main[-_]?image|product[-_]?(?:image|media|photo|picture)s?"
+)
+# As a product page's sign, the gallery must be named for a product's ("product-gallery",
+# "product-media", "pdp-images"): a blog post's WordPress `.gallery` is no product.
+_PRODUCT_GALLERY = re.compile(r"(?i)(?:product|pdp)[-_]?(?:gallery|images?|img|media|photos?|pictures?)")
+# The full-size picture a gallery item or a lightbox link points to (`data-src` on lightGallery's
+# items, `href` of a link around the thumbnail).
+_PICTURE_ATTRS = ("data-src", "data-zoom-image", "data-large", "data-full", "data-image", "href")
+_PICTURE_FILE = re.compile(r"(?i)\.(?:jpe?g|png|webp|avif)(?:$|[?;#])")
+
+
+def _gallery(
+    body: lxml_html.HtmlElement,
+    url: str,
+    cards: set[lxml_html.HtmlElement],
+    hint: re.Pattern[str] = _GALLERY_HINT,
+) -> str | None:
+    """The first picture of the page's product gallery, outside product cards: an element in an
+    element named for a gallery, zoom or lightbox (or so named itself, or a link whose `rel`
+    names a gallery) whose `data-src` / `data-zoom-image` / `href`… is a picture file. A
+    lightbox link points to the full-size picture; a gallery item's `data-src` is the picture
+    lightGallery shows."""
+    for element in body.iter():
+        if not isinstance(element.tag, str) or _in_card(element, cards):
+            continue
+        named = bool(hint.search(_hint(element))) or (
+            hint is _GALLERY_HINT and "gallery" in (element.get("rel") or "")
+        )
+        if not named and not any(hint.search(_hint(a)) for a in list(element.iterancestors())[:3]):
+            continue
+        if element.tag == "img":
+            found = _img_url(element, url)
+            if found:
+                return found
+            continue
+        for attr in _PICTURE_ATTRS:
+            if attr == "href" and element.tag != "a":
+                continue
+            found = absolute_url(element.get(attr), url)
+            if found and _PICTURE_FILE.search(urlsplit(found).path + "?"):
+                return found
+    return None
+
+
+def page_image(body: lxml_html.HtmlElement, url: str, title: str | None) -> tuple[list[str], str | None]:
+    """The product's picture as the page shows it, for a structured product that states none
+    (a lazy-loaded gallery: `data-src` behind a `data:` placeholder, a lightbox link): the
+    visible-page rules without `itemprop` and `og:image`; ([], None) when none."""
+    sources: dict[str, str] = {}
+    images = _images(body, {}, {}, url, sources, title or "", _cards(body))
+    return images, sources.get("image")
 
 
 def _thumbnail(img: lxml_html.HtmlElement) -> bool:
@@ -598,6 +741,36 @@ def _markup_id(body: lxml_html.HtmlElement, itemprops: dict[str, list[Any]]) -> 
 def _labelled_id(body: lxml_html.HtmlElement) -> str | None:
     match = _ID_LABEL.search(visible_text(body))
     return match.group("id") if match else None
+
+
+_CODE_HINT = re.compile(
+    r"(?i)^(?:product[-_]?)?(?:code|sku|item[-_]?(?:no|number|code)|art(?:icle)?[-_]?(?:no|nr|number))$"
+)
+
+
+def url_confirmed_id(body: lxml_html.HtmlElement, url: str) -> str | None:
+    """An id an element named for it shows (`<span class="code">31270</span>`, `.sku`,
+    `.product-code`), outside product cards, that the page's URL also uses as a key (a query
+    value `?code=31270` or a path segment): two places on the page agree it is this product's."""
+    parts = urlsplit(url)
+    keys = {v for pair in parts.query.split("&") for v in pair.split("=")[1:]}
+    keys |= set(re.split(r"[/\-_.]", parts.path))
+    cards = _cards(body)
+    for element in body.iter():
+        if not isinstance(element.tag, str) or len(element):
+            continue
+        if not any(
+            _CODE_HINT.match(c) for c in f"{element.get('id') or ''} {element.get('class') or ''}".split()
+        ):
+            continue
+        text = _text(element)
+        if (
+            re.fullmatch(r"(?=[\w-]*\d)[A-Za-z0-9][\w-]{2,30}", text)
+            and text in keys
+            and not _in_card(element, cards)
+        ):
+            return text
+    return None
 
 
 def url_identifier(url: str) -> str | None:
@@ -841,8 +1014,11 @@ def _stock_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement
 def _buy_controls(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> int:
     """Buy buttons, links and forms outside product cards (the page's own product's)."""
     count = 0
-    for element in body.iter("button", "input", "a"):
+    for element in body.iter("button", "input", "a", "form"):
         if _in_card(element, cards):
+            continue
+        if element.tag == "form":  # Shopify's `/cart/add`, Magento's `checkout/cart/add`
+            count += bool(_ADD_ACTION.search(element.get("action") or ""))
             continue
         label = element.get("value") or element.get("title") or _text(element)
         named = _BUY_ATTR.search(_hint(element)) or _BUY_ATTR.search(element.get("name") or "")
@@ -853,6 +1029,7 @@ def _buy_controls(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]
 
 _MONEY_SIGN = "|".join(re.escape(sign) for sign, _ in _SIGNS) + r"|\$|" + _CODE.pattern
 _MONEY = re.compile(rf"(?:{_MONEY_SIGN})\s?\d|\d\s?(?:{_MONEY_SIGN})")
+_MONEY_TEXT = re.compile(rf"(?:{_MONEY_SIGN})\s?\d(?:[\d.,' ]*\d)?|\d(?:[\d.,' ]*\d)?\s?(?:{_MONEY_SIGN})")
 
 
 def _cards(body: lxml_html.HtmlElement) -> set[lxml_html.HtmlElement]:

@@ -224,7 +224,7 @@ def _fill_from_meta(
             o.get(k) for n in (product.raw or {}).get("nodes", []) if isinstance(n, dict) for o in _offers(n)
             for k in ("price", "lowPrice") if isinstance(o.get(k), str)
         ]  # fmt: skip
-        found = {currency_of(t, lang) for t in texts if parse_price(t, lang=lang) == product.price}
+        found = {currency_of(t, lang, url) for t in texts if parse_price(t, lang=lang) == product.price}
         if len(found) == 1 and None not in found:
             product.currency = found.pop()
             product.sources["currency"] = "offer price text"
@@ -274,6 +274,25 @@ def _fill_from_meta(
             product.brand = page_brand_field(body)
             if product.brand:
                 product.sources["brand"] = "html:field"
+    if product.sources.get("product_id") == "url" and body is not None:
+        # No id in the markup: one an element named for it shows that the URL also keys the
+        # page by (oriflame's `<span class="code">31270</span>` at `?code=31270`). The URL-path
+        # key stays an alias, as for `product:retailer_item_id` above.
+        from lookbench_live.scrapers.extract.html_fallback import url_confirmed_id
+
+        code = url_confirmed_id(body, url)
+        if code:
+            product.id_aliases = list(dict.fromkeys([*product.id_aliases, product.product_id]))
+            product.product_id = code
+            product.sources["product_id"] = "html:code"
+    if not product.images and body is not None:
+        # Neither the markup nor `og:image` names a picture: the one the page's gallery shows
+        # (a lazy-loaded `data-src` behind a `data:` placeholder, a lightbox link to the full size).
+        from lookbench_live.scrapers.extract.html_fallback import page_image
+
+        product.images, source = page_image(body, url, product.title)
+        if source:
+            product.sources["image"] = source
 
 
 _CURRENCY_KEYS = ("priceCurrency", "currencyCode", "currency_code", "currency")

@@ -469,6 +469,16 @@ def title_color(title: str | None) -> str | None:
     for segment in segments[1:]:
         if _all_colors(segment):
             return segment
+    # A catalogue name "NAME type, detail, colour" (IKEA's "MOSHULT Foam mattress, firm, white"):
+    # the last comma part, when it is nothing but one colour word and the title has a name before.
+    parts = [p.strip() for p in segments[0].split(",")] if segments else []
+    if (
+        len(parts) >= 2
+        and len(parts[-1].split()) == 1
+        and not _all_colors(parts[0])
+        and color_value(parts[-1])
+    ):
+        return parts[-1]
     words = segments[0].split() if segments else []
     for length in (3, 2, 1):
         if len(words) > length:

@@ -183,11 +183,11 @@ def test_every_payload_names_its_public_source_and_none_is_excluded():
 
 # The goal is 97% of facts (messy 90%) on both splits. Each split is held to what was
 # last measured (docs/scrapers.md): held-out 158/192, messy 104/138 (the visible-page round);
-# dev 711/733, messy 529/549. The dev floor was 0.99 / 0.98 on the 63 dev payloads before that
+# dev 719/733, messy 536/549 (the third round's general rules). The dev floor was 0.99 / 0.98 on the 63 dev payloads before that
 # round; the round added 36 harder ones (21 visible-HTML pages, 15 platform pages from another
 # branch), so the split's figure fell while those 63 still score 465/469, unchanged. Both floors
 # also hold each split to no invented fact. The held-out split does not meet the goal yet.
-FLOORS = {"dev": (0.969, 0.96), "heldout": (0.82, 0.75)}
+FLOORS = {"dev": (0.98, 0.975), "heldout": (0.82, 0.75)}
 
 
 @pytest.mark.parametrize("split", SPLITS)

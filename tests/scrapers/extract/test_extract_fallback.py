@@ -59,12 +59,77 @@ def test_a_page_that_is_not_a_product_gives_none(name):
 @pytest.mark.parametrize(
     ("text", "lang", "iso"),
     [("£49.00", "en", "GBP"), ("EUR 12,99", "de-de", "EUR"), ("209,00€", "fr", "EUR"), ("$8.99", "en-us", "USD"),
-     ("$8.99", "en-gb", None), ("$8.99", "es-mx", None), ("US$ 5", "es", "USD"), ("12.00", "en-us", None),
+     ("$8.99", "en-gb", None), ("$8.99", "es-mx", "MXN"), ("US$ 5", "es", "USD"), ("12.00", "en-us", None),
      ("R$ 31,99", None, "BRL"), ("₹649", None, "INR"), ("CA$12", "en", "CAD"), ("249 kronor", "sv", "SEK"),
-     ("31 850 грн", "uk", "UAH"), ("¥1200", "ja", None), ("99 kr", "sv", None)],
+     ("31 850 грн", "uk", "UAH"), ("¥1200", "ja", None), ("99 kr", "sv", None), ("$8.99", "en", None),
+     ("LE 34", "en-EG", "EGP"), ("LE 34", "en", None), ("99 kr", "sv_SE", "SEK"), ("99 kr", "en-US", None),
+     ("¥1200", "ja-JP", "JPY"), ("$8.99 USD", "en-CA", "USD"), ("R 199", "en-ZA", "ZAR")],
 )  # fmt: skip
 def test_a_price_texts_currency_is_named_only_when_unambiguous(text, lang, iso):
+    """A sign several currencies write ("$", "kr", "¥", "LE") names one only where the page's
+    language tag names the market, and only that market's own sign."""
     assert currency_of(text, lang) == iso
+
+
+@pytest.mark.parametrize(
+    ("url", "iso"),
+    [("https://shop.example.se/p/1", "SEK"), ("https://www.example.ca/p/1", "CAD"),
+     ("https://www.example.com/p/1", None), ("https://example.co/p/1", None),
+     ("https://www.example.de/p/1", None)],
+)  # fmt: skip
+def test_a_bare_sign_takes_the_currency_of_the_hosts_country_domain(url, iso):
+    """Without a region in the language tag, a country-code domain names the market; `.com`
+    and `.co` (sold as a generic domain) name none, and "$" is no `.de` shop's own sign."""
+    text = "99 kr" if url.endswith((".se/p/1",)) else "$8.99"
+    assert currency_of(text, "en", url) == iso
+
+
+def test_a_price_block_with_a_gallery_and_no_buy_control_is_a_product():
+    """datart.cz's reduced page: a title `<h1>`, a price block also showing the 30-day lowest and a
+    coupon price, and a lightGallery of `data-src` items, but no buy button. The block's own
+    `data-price-value` says which amount is the price; the gallery makes it a product page."""
+    product = _extract("datart_samsung-tv-mre65r85h").products[0]
+    assert (product.title, product.price, product.currency) == (
+        "Televize Samsung MRE65R85H",
+        Decimal("32990"),
+        "CZK",
+    )
+    assert product.sources["price"] == "html:price-element div.product-price"
+    assert product.images == ["https://image.datart.cz/foto/500/2/5/6/product_8309652.jpg"]
+    assert product.sources["image"] == "html:gallery"
+
+
+def test_a_heading_and_price_without_gallery_or_buy_control_is_no_product():
+    """The same page without its gallery: a heading and a price alone do not make a product page
+    (an article or a price tracker shows those too)."""
+    text = decode_body((CORPUS / "payloads" / "datart_samsung-tv-mre65r85h.html").read_bytes())
+    start = text.index('<div id="lightgallery">')
+    end = text.index("</div></div></div>", start) + len("</div></div></div>")
+    assert extract_document(text, "https://www.datart.cz/tv").products  # the gallery is what decides
+    assert extract_document(text[:start] + text[end:], "https://www.datart.cz/tv").products == []
+
+
+def test_a_markup_products_missing_picture_and_currency_come_from_what_the_page_shows():
+    """uniqz.de's microdata product names no image and the page no `og:image`: its gallery's
+    lightbox link holds the full-size picture (the `<img>` is a lazy `data:` placeholder).
+    oriflame.eg writes "LE 34" on an `en-EG` page: the Egyptian pound. IKEA's "MOSHULT Foam
+    mattress, firm, white": the colour is the title's last comma part."""
+    uniqz = _extract("traf_uniqz-katzendecke").products[0]
+    assert (
+        uniqz.images[0]
+        == "https://uniqz.de/wp-content/uploads/wpsg_produktbilder/520//Katzendecke.MainCoon.jpg"
+    )
+    assert uniqz.sources["image"] == "html:gallery"
+    oriflame = _extract("portia_oriflame-eg-activelle-31270").products[0]
+    assert (oriflame.price, oriflame.currency, oriflame.sources["currency"]) == (
+        Decimal("34"),
+        "EGP",
+        "offer price text",
+    )
+    # Its code, shown in `<span class="code">` and keying the URL (`?code=31270`); the URL key stays an alias.
+    assert (oriflame.product_id, oriflame.sources["product_id"]) == ("31270", "html:code")
+    assert oriflame.id_aliases
+    assert _extract("portia_ikea-eg-moshult").products[0].color == "white"
 
 
 def test_a_listing_gives_no_product_and_a_product_page_skips_its_recommendation_cards():
