@@ -113,7 +113,9 @@ def run_refresh(cli: str, home: str, config: str, as_of: str, port: int, log: Pa
             out.write(raw)
             out.flush()
             line = raw.decode(errors="replace").rstrip()
-            found = STAGE_LINE.match(line)
+            # "… 1081 pages crawled  (20 s)" lines report a stage still running; only a stage's
+            # last line (no ellipsis) ends it, else seconds add up and the stage order drifts.
+            found = None if "…" in line else STAGE_LINE.match(line)
             if found and found["name"] in STAGES:
                 name, seconds = found["name"], float(found["s"])
                 now = time.perf_counter() - started
