@@ -41,9 +41,13 @@ _CODE_AMOUNT = re.compile(r"^\s*([A-Z]{3})\s?\d|\d\s?([A-Z]{3})\s*$")
 
 def twitter_card_product(metas: dict[str, list[str]], url: str, canonical: str, lang: str | None) -> Any:
     """The product of a Twitter product card, or None. A card states a product only with a title
-    and a field labelled as its price (`twitter:labelN` "Price" / `twitter:dataN`)."""
+    and a field labelled as its price (`twitter:labelN` "Price" / `twitter:dataN`), on a page
+    whose `og:type`, when it states one, is a product."""
     from lookbench_live.scrapers.extract.html_fallback import currencies_written, currency_of
 
+    og_type = (metas.get("og:type") or [""])[0].lower()
+    if og_type and "product" not in og_type:
+        return None  # an article or a video the page says it is, as for the visible page
     titles = [t for t in (clean_title(v) for v in metas.get("twitter:title", [])) if t]
     price_text = None
     for n in range(1, 5):

@@ -33,6 +33,9 @@ def test_a_twitter_product_card_is_read_and_needs_its_price_field():
     assert product.sources["price"] == "meta:twitter:data"
     # The card's price field relabelled: no field says it is a price, so no product.
     assert _products(text.replace('content="PRICE"', 'content="WEIGHT"'), url) == []
+    # A page that says it is an article is no product, whatever its card says.
+    article = text.replace('<meta charset="utf-8" />', '<meta property="og:type" content="article" />', 1)
+    assert _products(article, url) == []
 
 
 def test_a_sold_listing_without_a_buy_button_is_a_product_out_of_stock():
