@@ -3,6 +3,8 @@
 Used only when JSON-LD, microdata and OpenGraph give no product (`schema_org.extract_schema_org`).
 Each fact comes from the first source that states it, in this order, and `product.sources`
 records which one ("itemprop", "meta", "html:title-element", "html:price-element", "html:label"…):
+(the marketplace rules of `page_extras` add to some below: a price element by `data-testid`, a
+sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
 
 - title: a loose `itemprop="name"`; an element whose id names a product title (`#productTitle`;
   inside a title group such as Amazon's `#productTitleGroupAnchor`, the innermost title or
@@ -74,6 +76,7 @@ from urllib.parse import urlsplit
 from lxml import html as lxml_html
 
 from lookbench_live.scrapers.extract.model import NormalizedProduct
+from lookbench_live.scrapers.extract.page_extras import sold_status, stock_words
 from lookbench_live.scrapers.extract.values import (
     absolute_url,
     clean_title,
@@ -488,7 +491,7 @@ def _price_text(
     for value in itemprops.get("price", []):
         if isinstance(value, str) and parse_price(value):
             return value, "itemprop"
-    for attr in ("id", "class"):
+    for attr in ("id", "class", "data-testid"):
         for element in body.iter():
             if not isinstance(element.tag, str):
                 continue
@@ -575,7 +578,9 @@ def _images(
             holder = img.getparent()
             hints = _hint(img) + " " + (_hint(holder) if holder is not None else "")
             if hint is None:  # the picture the page labels with the product's name
-                named = bool(title) and _fold(img.get("alt")) == _fold(title) and not _thumbnail(img)
+                # "Title 1": the first of a gallery's numbered pictures
+                alt = _fold(img.get("alt"))
+                named = bool(title) and alt in (_fold(title), f"{_fold(title)} 1") and not _thumbnail(img)
             else:
                 named = bool(hint.search(hints))
             found = _img_url(img, url) if named else None
@@ -1008,7 +1013,14 @@ def _stock_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement
                 return "OutOfStock"
             if _IN.search(text):
                 return "InStock"
-    return None
+            if stock_words(text):
+                return stock_words(text)
+    return sold_status(body, cards)
+
+
+def page_stock(body: lxml_html.HtmlElement) -> str | None:
+    """The stock the page's own stock element states (not a product card's)."""
+    return _stock_element(body, _cards(body))
 
 
 def _buy_controls(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> int:

@@ -24,6 +24,12 @@ from lookbench_live.scrapers.extract.jsonld import (
     type_names,
 )
 from lookbench_live.scrapers.extract.model import Extraction, NormalizedProduct, Problem, parse_datetime
+from lookbench_live.scrapers.extract.page_extras import (
+    fill_stated,
+    home_crumb,
+    microdata_breadcrumbs,
+    twitter_card_product,
+)
 from lookbench_live.scrapers.extract.values import (
     absolute_url,
     clean_text,
@@ -77,7 +83,7 @@ def extract_schema_org(
     groups = _group(products, index)
     page_text = _page_text(tree) if len(groups) == 1 else None
     varying = _varying(tree)
-    breadcrumbs = _breadcrumbs(nodes)
+    breadcrumbs = _breadcrumbs(nodes) or _breadcrumbs([*nodes, *microdata_breadcrumbs(tree, url)])
     candidates: list[_Candidate] = []
     for group_node, members in groups:
         try:
@@ -102,10 +108,13 @@ def extract_schema_org(
             from lookbench_live.scrapers.extract.microdata import itemprop_values
 
             product = html_product(tree, url, canonical, metas.values, itemprop_values(tree, url), lang)
+        if product is None:  # a Twitter product card is the page's only product data
+            product = twitter_card_product(metas.values, url, canonical, lang)
         if product is not None:
             out.products.append(product)
     elif len(out.products) == 1:
         _fill_from_meta(out.products[0], tree, metas, url, lang)
+        fill_stated(out.products[0], tree, canonical, lang)
     return out
 
 
@@ -639,6 +648,11 @@ def _category(value: Any) -> list[str]:
     return [part.strip() for part in re.split(r"\s*(?:>|/|›|»|\|)\s*", text) if part.strip()]
 
 
+def _crumb_name(element: dict[str, Any]) -> Any:
+    item = element.get("item")
+    return element.get("name") or (item.get("name") if isinstance(item, dict) else None)
+
+
 def _breadcrumbs(nodes: list[dict[str, Any]]) -> list[str]:
     for node in nodes:
         if "breadcrumblist" in type_names(node):
@@ -648,11 +662,15 @@ def _breadcrumbs(nodes: list[dict[str, Any]]) -> list[str]:
             )
             names = []
             for element in elements:
-                item = element.get("item")
-                name = element.get("name") or (item.get("name") if isinstance(item, dict) else None)
+                name = _crumb_name(element)
                 if clean_title(name):
                     names.append(clean_title(name))
-            if names and names[0].lower() in ("home", "start", "accueil", "inicio", "startseite", "hm.com"):
+            first = next((e for e in elements if clean_title(_crumb_name(e))), {})
+            home = names and (
+                names[0].lower() in ("home", "start", "accueil", "inicio", "startseite", "hm.com")
+                or home_crumb(first.get("item"))  # the site's root ("/", "/no/") is no category
+            )
+            if home:
                 names = names[1:]
             # The trail ends with the product itself on many sites (no link, or its name), with
             # the deepest category on others (Otto): only the product is dropped.

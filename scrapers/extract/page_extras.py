@@ -1,0 +1,231 @@
+"""Facts a page states outside the places the main readers look (issue 27's marketplace pages).
+
+Small readers, each for one way a page states a fact, called by `schema_org` and
+`html_fallback` only where their own sources state nothing (never overriding):
+
+- `twitter_card_product`: a page whose only product data is a Twitter product card
+  (`twitter:title`, `twitter:image`, `twitter:label1` "Price" with `twitter:data1` "LBP139999.00").
+- `sold_status`: a marketplace listing's status element stating only "Sold" / "Vendu" /
+  "Verkocht"… (the item is gone: OutOfStock; it also tells a product page without a buy button).
+- `stock_words`: Japanese stock words ("在庫あり" in stock, "在庫なし" / "品切れ" / "売り切れ" out).
+- `attribute_product_id`: the one `data-product-id` / `data-productid` value of a page whose
+  structured data states no id, when the canonical URL's path names the same id.
+- `microdata_breadcrumbs`: a microdata `BreadcrumbList` (read like a JSON-LD one).
+- `home_crumb`: a breadcrumb's first link to the site's home page ("/", "/no/") is no category.
+- `shown_sale_price`: the price the page charges when the structured price is the one the page
+  shows struck through as the former price.
+
+Each returns None when the page does not state the fact plainly: a missing fact is better than
+an invented one.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any
+from urllib.parse import urlsplit
+
+from lxml import html as lxml_html
+
+from lookbench_live.scrapers.extract.model import NormalizedProduct
+from lookbench_live.scrapers.extract.values import absolute_url, clean_title, parse_price
+
+# --------------------------------------------------------------------------- Twitter card
+
+_PRICE_LABEL = re.compile(r"(?i)^\s*(?:price|preis|prix|precio|prezzo|pris|prijs|cena|preço)\s*:?\s*$")
+# A three-capital code written against the amount ("LBP139999.00", "139999.00 LBP"): the card's
+# price field writes the ISO 4217 code there.
+_CODE_AMOUNT = re.compile(r"^\s*([A-Z]{3})\s?\d|\d\s?([A-Z]{3})\s*$")
+
+
+def twitter_card_product(metas: dict[str, list[str]], url: str, canonical: str, lang: str | None) -> Any:
+    """The product of a Twitter product card, or None. A card states a product only with a title
+    and a field labelled as its price (`twitter:labelN` "Price" / `twitter:dataN`), on a page
+    whose `og:type`, when it states one, is a product."""
+    from lookbench_live.scrapers.extract.html_fallback import currencies_written, currency_of
+
+    og_type = (metas.get("og:type") or [""])[0].lower()
+    if og_type and "product" not in og_type:
+        return None  # an article or a video the page says it is, as for the visible page
+    titles = [t for t in (clean_title(v) for v in metas.get("twitter:title", [])) if t]
+    price_text = None
+    for n in range(1, 5):
+        labels, data = metas.get(f"twitter:label{n}", []), metas.get(f"twitter:data{n}", [])
+        if labels and data and _PRICE_LABEL.match(labels[0]):
+            price_text = data[0]
+            break
+    price = parse_price(price_text, lang=lang) if price_text else None
+    if not titles or not price:
+        return None
+    # Several titles: the one the others begin with (they add the section and the site's name).
+    title = next((t for t in titles if all(o.startswith(t) for o in titles)), titles[0])
+    written = currencies_written(price_text or "")
+    currency = currency_of(price_text, lang) or (written.pop() if len(written) == 1 else None)
+    if currency is None:
+        code = _CODE_AMOUNT.search(price_text or "")
+        currency = (code.group(1) or code.group(2)) if code else None
+    images = [i for i in (absolute_url(v, url) for v in metas.get("twitter:image", [])[:1]) if i]
+    sources = {"title": "meta:twitter:title", "price": "meta:twitter:data"}
+    if currency:
+        sources["currency"] = "meta:twitter:data"
+    if images:
+        sources["image"] = "meta:twitter:image"
+    return NormalizedProduct(
+        product_id=urlsplit(canonical).path.rstrip("/") or canonical,
+        url=canonical,
+        platform="html",
+        title=title,
+        price=price,
+        price_max=price,
+        currency=currency,
+        images=images,
+        raw={"source": "twitter:card", "url": url},
+        sources=sources,
+    )
+
+
+# --------------------------------------------------------------------------- stock
+
+_STATUS_HINT = re.compile(r"(?i)status|availability|stock")
+# The whole text of a status element: "Sold by X" or "Sold out soon" never matches.
+_SOLD = re.compile(
+    r"(?i)^(?:sold|vendu|vendue|verkocht|venduto|venduta|verkauft|vendido|vendida|sprzedane|"
+    r"såld|solgt|myyty)$"
+)
+
+
+def sold_status(body: lxml_html.HtmlElement, cards: set[Any]) -> str | None:
+    """OutOfStock when an element whose id, class or `data-testid` names a status states only
+    that the item is sold (a marketplace listing of one item: Vinted's "Vendu")."""
+    for element in body.iter():
+        if not isinstance(element.tag, str):
+            continue
+        hint = " ".join(element.get(a) or "" for a in ("id", "class", "data-testid"))
+        if not _STATUS_HINT.search(hint) or any(a in cards for a in (element, *element.iterancestors())):
+            continue
+        if _SOLD.match(" ".join(element.text_content().split())):
+            return "OutOfStock"
+    return None
+
+
+_JA_OUT = re.compile(r"在庫(?:なし|切れ)|品切れ|売り切れ|完売")
+_JA_IN = re.compile(r"在庫あり")
+
+
+def stock_words(text: str) -> str | None:
+    """A stock element's Japanese text: "在庫あり" in stock; "在庫なし" / "在庫切れ" / "品切れ" /
+    "売り切れ" / "完売" out of stock."""
+    if _JA_OUT.search(text):
+        return "OutOfStock"
+    if _JA_IN.search(text):
+        return "InStock"
+    return None
+
+
+# --------------------------------------------------------------------------- identifier
+
+_ID_ATTRS = ("data-product-id", "data-productid")
+
+
+def attribute_product_id(tree: lxml_html.HtmlElement, canonical: str) -> str | None:
+    """The page's one `data-product-id` value when the canonical URL's path has it as a segment:
+    two statements of the same id. Several values (recommendation cards) are no answer."""
+    values = {
+        (element.get(attr) or "").strip()
+        for element in tree.iter()
+        if isinstance(element.tag, str)
+        for attr in _ID_ATTRS
+        if element.get(attr)
+    }
+    if len(values) != 1:
+        return None
+    value = values.pop()
+    segments = urlsplit(canonical).path.split("/")
+    return value if value and value in segments else None
+
+
+# --------------------------------------------------------------------------- breadcrumbs
+
+
+def microdata_breadcrumbs(tree: lxml_html.HtmlElement, url: str) -> list[dict[str, Any]]:
+    """The page's microdata `BreadcrumbList` items, in the JSON-LD shape `_breadcrumbs` reads."""
+    from lookbench_live.scrapers.extract.jsonld import type_names
+    from lookbench_live.scrapers.extract.microdata import microdata_items
+
+    return [n for n in microdata_items(tree, url) if "breadcrumblist" in type_names(n)]
+
+
+# A site's home: its root, or a locale's root ("/no/", "/en-gb/").
+_HOME_PATH = re.compile(r"(?i)^/?(?:[a-z]{2}(?:[-_][a-z]{2})?/?)?$")
+
+
+def home_crumb(item: Any) -> bool:
+    """Whether a breadcrumb's link goes to the site's home page (the trail's start, no category)."""
+    link = (item.get("@id") or item.get("url")) if isinstance(item, dict) else item
+    if not isinstance(link, str) or not link.strip():
+        return False
+    parts = urlsplit(link.strip())
+    return not parts.query and bool(_HOME_PATH.match(parts.path))
+
+
+# --------------------------------------------------------------------------- sale price
+
+_OLD_HINT = re.compile(r"(?i)(?:^|[\s_-])(?:old|was|strike|before|regular)(?:$|[\s_-])|line-through")
+_BUY_HINT = re.compile(r"(?i)(?:^|[\s_-])(?:buy|sale|current|now|special|final)(?:$|[\s_-])")
+
+
+def shown_sale_price(body: lxml_html.HtmlElement, price: Decimal, lang: str | None) -> Decimal | None:
+    """The price the page charges when the structured price is shown as the former one: an
+    element named old / was / struck stating that price, with a sibling named buy / sale / current
+    stating one lower price. None when the page does not mark it so."""
+    for element in body.iter():
+        if not isinstance(element.tag, str) or not _OLD_HINT.search(element.get("class") or ""):
+            continue
+        if parse_price(" ".join(element.text_content().split()), lang=lang) != price:
+            continue
+        parent = element.getparent()
+        if parent is None:
+            continue
+        for sibling in parent:
+            if sibling is element or not isinstance(sibling.tag, str):
+                continue
+            if not _BUY_HINT.search(sibling.get("class") or ""):
+                continue
+            shown = parse_price(" ".join(sibling.text_content().split()), lang=lang)
+            if shown and shown < price:
+                return shown
+    return None
+
+
+# --------------------------------------------------------------------------- structured products
+
+
+def fill_stated(
+    product: NormalizedProduct, tree: lxml_html.HtmlElement, canonical: str, lang: str | None
+) -> None:
+    """What a page's one structured product leaves out or states as the former price, from the
+    page itself: the id a `data-product-id` and the URL both state (the URL-path key stays an
+    alias), the stock a stock element shows, the sale price the page charges. Never invents."""
+    if product.sources.get("product_id") == "url":
+        stated = attribute_product_id(tree, canonical)
+        if stated:
+            product.id_aliases = list(dict.fromkeys([*product.id_aliases, product.product_id]))
+            product.product_id = stated
+            product.sources["product_id"] = "html:data-product-id"
+    body = tree.find("body")
+    if body is None:
+        return
+    if product.availability is None:
+        from lookbench_live.scrapers.extract.html_fallback import page_stock
+
+        product.availability = page_stock(body)
+        if product.availability:
+            product.sources["availability"] = "html:availability-element"
+    if product.price is not None:
+        sale = shown_sale_price(body, product.price, lang)
+        if sale is not None:
+            if product.price_max == product.price:
+                product.price_max = sale
+            product.price = sale
+            product.sources["price"] = "html:sale-price"
