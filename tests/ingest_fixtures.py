@@ -63,6 +63,17 @@ def jpeg_with_gps() -> bytes:
     return out.getvalue()
 
 
+# The transform that, applied to the displayed picture, gives the raw pixels a camera stores.
+TO_RAW = {
+    1: None,
+    2: Image.Transpose.FLIP_LEFT_RIGHT,
+    3: Image.Transpose.ROTATE_180,
+    4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE,
+    6: Image.Transpose.ROTATE_90,  # the camera was turned clockwise: raw is the view turned back
+    7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_270,
+}
 HTML = b"<!doctype html><html><body>404 - not found</body></html>"
 SVG = b'<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg" width="100" height="100"></svg>'
 EPS = b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 100 100\nshowpage\n"

@@ -12,6 +12,7 @@ import shutil
 
 import numpy as np
 import pytest
+from ingest_fixtures import TO_RAW
 from ingest_server import Route, serve
 from PIL import Image, ImageOps
 from test_ingest_images import T0
@@ -23,17 +24,6 @@ from lookbench_live.ingest.validator import validate_image
 from lookbench_live.ingest.workers import process_image
 from lookbench_live.warehouse.lake import Lake
 
-# The transform that, applied to the displayed picture, gives the raw pixels a camera stores.
-TO_RAW = {
-    1: None,
-    2: Image.Transpose.FLIP_LEFT_RIGHT,
-    3: Image.Transpose.ROTATE_180,
-    4: Image.Transpose.FLIP_TOP_BOTTOM,
-    5: Image.Transpose.TRANSPOSE,
-    6: Image.Transpose.ROTATE_90,  # the camera was turned clockwise: raw is the view turned back
-    7: Image.Transpose.TRANSVERSE,
-    8: Image.Transpose.ROTATE_270,
-}
 SETTINGS = IngestSettings(allow_private_addresses=True, workers=0, min_side=32)
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from annotation_fixtures import build_lake
+from ingest_fixtures import TO_RAW
 from ingest_server import Route, serve
 from PIL import Image
-from test_exif_orientation import TO_RAW
 from test_ingest_images import T0
 
 from lookbench_live.annotation.hotspots import HotspotError, hotspot_box, parse_hotspots
