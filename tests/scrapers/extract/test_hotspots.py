@@ -6,6 +6,7 @@ and degenerate boxes are refused with a reason, never turned into a tiny crop.
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 from pathlib import Path
@@ -16,7 +17,6 @@ from annotation_fixtures import build_lake
 from ingest_fixtures import TO_RAW
 from ingest_server import Route, serve
 from PIL import Image
-from test_ingest_images import T0
 
 from lookbench_live.annotation.hotspots import HotspotError, hotspot_box, parse_hotspots
 from lookbench_live.annotation.run import run_annotation
@@ -28,6 +28,7 @@ from lookbench_live.schema.taxonomy import default_taxonomy
 from lookbench_live.scrapers.extract.looks import extract_looks
 
 TAXONOMY = default_taxonomy()
+T0 = dt.datetime(2026, 5, 1, tzinfo=dt.UTC)  # first seen of the looks ingested here
 # The photo: 1000 × 1500, a hotspot at 10%,20%,60%,90%.
 WIDTH, HEIGHT = 1000, 1500
 PAGE = (
