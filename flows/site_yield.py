@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import statistics
 
+import pyarrow.dataset as pads
+
 from lookbench_live.warehouse.lake import Lake
 
 MIN_TYPICAL = 5  # earlier runs must have yielded at least this many (median) for a drop to mean anything
@@ -18,8 +20,14 @@ DROP_SHARE = 0.1  # flagged below this share of the earlier runs' median
 def previous_products(lake: Lake, site: str, run_key: str) -> list[int]:
     """Products (new + changed) each earlier finished crawl of `site` yielded, from their markers."""
     found: list[int] = []
-    for row in lake.read("completions").to_pylist():
-        if row["stage"] != "crawl" or row["shard"] != site or row["run_key"] == run_key:
+    # Only this site's crawl markers leave Arrow, not every stage's markers of every run.
+    markers = lake.read(
+        "completions",
+        columns=["run_key", "detail"],
+        where=(pads.field("stage") == "crawl") & (pads.field("shard") == site),
+    )
+    for row in markers.to_pylist():
+        if row["run_key"] == run_key:
             continue
         try:
             outcome = json.loads(row["detail"] or "")

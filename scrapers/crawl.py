@@ -33,6 +33,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow.dataset as pads
+
 from lookbench_live import activity, interrupt
 from lookbench_live.config import CrawlSettings, SiteSettings
 from lookbench_live.warehouse.lake import Lake, atomic_write_bytes
@@ -42,6 +44,7 @@ RESULT_NAME = "result.json"
 FRONTIER_NAME = "frontier.json"  # per site: what the last finished run did not reach
 FRONTIER_IN_NAME = "frontier-in.json"  # per run: the frontier it started from
 OUTCOME_NAME = "outcome.json"  # per run: how the subprocess ended (finish_reason)
+SNAPSHOT_TABLES = ("products", "looks")  # the tables a run's counts compare with its baseline
 BUDGET_REASONS = ("closespider_timeout", "closespider_pagecount")
 # Rejection reasons that say the host could not be reached (not that it refused us): a run that
 # fetched nothing for these reasons is not a finished crawl, and its next call crawls again.
@@ -389,37 +392,90 @@ def _die_with_parent() -> None:
 
 
 def _snapshot(lake: Lake, source: str) -> dict[str, Any]:
-    products = lake.read("products", columns=["source", "product_id", "content_hash"]).to_pylist()
-    looks = lake.read("looks", columns=["source", "look_id"]).to_pylist()
+    """What the lake held before the run's crawl: the names of the products' and looks'
+    fragments. The fragments written since hold this run's rows (a fragment is never
+    rewritten), so counting reads the run's rows, not every site's history."""
     return {
-        "products": sorted(
-            {f"{r['product_id']}\t{r['content_hash']}" for r in products if r["source"] == source}
-        ),
-        "looks": sorted({r["look_id"] for r in looks if r["source"] == source}),
+        "fragments": {
+            table: [os.path.basename(p) for p in lake.fragments(table)] for table in SNAPSHOT_TABLES
+        }
     }
+
+
+def _entries(lake: Lake, source: str) -> dict[str, list[str]]:
+    """This source's product entries ("id\tcontent hash") and look ids: the older baseline's form."""
+    site = pads.field("source") == source
+    products = lake.read("products", columns=["product_id", "content_hash"], where=site)
+    looks = lake.read("looks", columns=["look_id"], where=site)
+    pairs = zip(
+        products.column("product_id").to_pylist(), products.column("content_hash").to_pylist(), strict=True
+    )
+    return {
+        "products": sorted({f"{product_id}\t{digest}" for product_id, digest in pairs}),
+        "looks": sorted(set(looks.column("look_id").to_pylist())),
+    }
+
+
+def _split(lake: Lake, table: str, before: list[str]) -> tuple[list[str], list[str]]:
+    """The table's fragments held at the baseline, and those written since."""
+    held = set(before)
+    earlier, since = [], []
+    for path in lake.fragments(table):
+        (earlier if os.path.basename(path) in held else since).append(path)
+    return earlier, since
 
 
 def _count(lake: Lake, source: str, run_key: str, baseline: dict[str, Any], directory: Path) -> CrawlResult:
     from lookbench_live.scrapers.journal import CrawlJournal
 
-    before = set(baseline["products"])
-    before_ids = {entry.split("\t", 1)[0] for entry in before}
     result = CrawlResult(site=source, run_key=run_key)
-    now = _snapshot(lake, source)
-    for entry in now["products"]:
-        if entry in before:
-            continue
-        product_id = entry.split("\t", 1)[0]
+    site = pads.field("source") == source
+    if "fragments" in baseline:
+        earlier, since = _split(lake, "products", baseline["fragments"]["products"])
+        written = lake.read("products", columns=["product_id", "content_hash"], where=site, fragments=since)
+        # `Lake.append` writes only keys it did not hold: each (id, content) here is new to the lake.
+        entries = set(
+            zip(*(written.column(n).to_pylist() for n in ("product_id", "content_hash")), strict=True)
+        )
+        ids = sorted({product_id for product_id, _ in entries})
+        held = (
+            lake.read(
+                "products",
+                columns=["product_id"],
+                where=site & pads.field("product_id").isin(ids),
+                fragments=earlier,
+            )
+            if ids
+            else None
+        )
+        before_ids = set(held.column("product_id").to_pylist()) if held is not None else set()
+        _, looks_since = _split(lake, "looks", baseline["fragments"]["looks"])
+        looks = lake.read("looks", columns=["look_id"], where=site, fragments=looks_since)
+        result.looks_new = len(set(looks.column("look_id").to_pylist()))
+    else:
+        # A baseline written before fragment snapshots (a run killed before an upgrade, resumed
+        # after it): the products' (id, content) entries of this source, then and now.
+        before = set(baseline["products"])
+        before_ids = {entry.split("\t", 1)[0] for entry in before}
+        now = _entries(lake, source)
+        entries = {tuple(e.split("\t", 1)) for e in now["products"] if e not in before}
+        result.looks_new = len(set(now["looks"]) - set(baseline["looks"]))
+    for product_id, _ in sorted(entries):
         if product_id in before_ids:
             result.products_changed += 1
         else:
             result.products_new += 1
-    result.looks_new = len(set(now["looks"]) - set(baseline["looks"]))
-    rejections = lake.read("rejections", columns=["item", "reason", "source", "run_id"]).to_pylist()
-    for row in rejections:
+    rejections = lake.read(
+        "rejections",
+        columns=["item", "reason"],
+        where=site & (pads.field("run_id") == run_key),
+    )
+    for item, reason in zip(
+        rejections.column("item").to_pylist(), rejections.column("reason").to_pylist(), strict=True
+    ):
         # `site:<name>` rows are the flow's verdicts on earlier attempts, not the crawl's own.
-        if row["source"] == source and row["run_id"] == run_key and not row["item"].startswith("site:"):
-            result.rejections_by_reason[row["reason"]] = result.rejections_by_reason.get(row["reason"], 0) + 1
+        if not item.startswith("site:"):
+            result.rejections_by_reason[reason] = result.rejections_by_reason.get(reason, 0) + 1
     journal = CrawlJournal(directory)
     result.pages = journal.pages
     journal.close()

@@ -7,6 +7,9 @@
   same `first_seen_at` and counts as changed.
 - What a run added is counted afterwards from the lake against the run's baseline
   (`crawl.run_crawl`), so the counts stay exact across kills and resumes.
+- Memory follows the run, not the lake's history: what the lake already holds is looked up per
+  batch (the batch's product ids in this source's rows; its keys in the key index through
+  `Lake.append`), never loaded whole when the spider opens.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 import pyarrow.dataset as pads
 
 from lookbench_live.schema.moments import parse_moment
-from lookbench_live.schema.records import Look, Product, Record, Rejection
+from lookbench_live.schema.records import Record, Rejection
 from lookbench_live.scrapers.extract.model import LookData, NormalizedProduct
 from lookbench_live.scrapers.items import CrawlItem
 from lookbench_live.warehouse.lake import Lake
@@ -42,6 +45,7 @@ class LakePipeline:
         self.seen_at = parse_moment(seen_at)
         self.crawler: Any = None
         self.buffer: dict[str, list[Record]] = {"products": [], "looks": [], "rejections": []}
+        self.products: list[tuple[NormalizedProduct, dt.datetime]] = []
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> LakePipeline:
@@ -60,23 +64,9 @@ class LakePipeline:
     # ------------------------------------------------------------------ lifecycle
     def open_spider(self, spider: Any = None) -> None:
         self.lake = Lake(self.lake_home)
-        # What the lake already knows about this source's products.
-        self.first_seen: dict[str, dt.datetime] = {}
-        self.known_hashes: set[tuple[str, str]] = set()
-        # Only this source's rows leave Arrow (the filter is pushed into the scan: row groups
-        # whose statistics exclude the source are skipped), not every site's history as dicts.
-        table = self.lake.read(
-            "products",
-            columns=["product_id", "content_hash", "first_seen_at"],
-            where=pads.field("source") == self.source,
-        )
-        for row in table.to_pylist():
-            self.known_hashes.add((row["product_id"], row["content_hash"]))
-            seen = row["first_seen_at"]
-            if row["product_id"] not in self.first_seen or seen < self.first_seen[row["product_id"]]:
-                self.first_seen[row["product_id"]] = seen
-        self.known_looks = {key for key in self.lake.keys("looks") if key[0] == self.source}
-        self.pending_products: set[tuple[str, str]] = set()
+        # Product id -> its first_seen_at in the lake (None: the lake holds no row of it), for
+        # the ids this run met: looked up a batch at a time, so it grows with the run only.
+        self.first_seen: dict[str, dt.datetime | None] = {}
         # Items a killed run logged but may not have committed: replay them first.
         # Scrapy 2.13+ calls open_spider() without the spider: take it from the crawler.
         spider = spider or getattr(getattr(self, "crawler", None), "spider", None)
@@ -92,7 +82,7 @@ class LakePipeline:
     def process_item(self, item: Any, spider: Any = None) -> Any:
         if isinstance(item, CrawlItem):
             self.add(item)
-            if sum(len(v) for v in self.buffer.values()) >= self.batch_size:
+            if self.pending() >= self.batch_size:
                 self.flush()
         return item
 
@@ -100,25 +90,11 @@ class LakePipeline:
     def add(self, item: CrawlItem) -> None:
         observed = self.seen_at or parse_moment(item.observed_at)
         if item.kind == "product":
-            product = NormalizedProduct.from_json(item.data)
-            if product.product_id not in self.first_seen:
-                # Identifier rules changed (issue 27): a product the lake holds under the key the
-                # earlier rules gave keeps that key, its first_seen_at and its freshness evidence.
-                held = next((a for a in product.id_aliases if a in self.first_seen), None)
-                if held is not None:
-                    product.product_id = held
-            digest = product.content_hash()
-            key = (product.product_id, digest)
-            if key in self.known_hashes or key in self.pending_products:
-                return  # seen and unchanged: not new work
-            first_seen = self.first_seen.get(product.product_id, observed)
-            self.first_seen.setdefault(product.product_id, first_seen)
-            self.pending_products.add(key)
-            self.buffer["products"].append(product.to_record(self.source, first_seen))
+            # Decided at `flush`, with the batch's lookups (its key and first_seen_at).
+            self.products.append((NormalizedProduct.from_json(item.data), observed))
         elif item.kind == "look":
+            # A look the lake holds is not written again: `Lake.append` drops stored keys.
             look = LookData.from_json(item.data)
-            if (self.source, look.look_id) in self.known_looks:
-                return
             self.buffer["looks"].append(look.to_record(self.source, observed))
         else:
             data = item.data
@@ -133,19 +109,59 @@ class LakePipeline:
                 )
             )
 
+    def pending(self) -> int:
+        return len(self.products) + sum(len(v) for v in self.buffer.values())
+
+    def _look_up(self, products: list[tuple[NormalizedProduct, dt.datetime]]) -> None:
+        """Fill `first_seen` for the batch's product ids and aliases the run has not met yet:
+        one read of this source's rows with those ids (a filter pushed into the scan)."""
+        wanted = {p.product_id for p, _ in products}
+        wanted.update(a for p, _ in products for a in p.id_aliases)
+        unknown = sorted(wanted.difference(self.first_seen))
+        if not unknown:
+            return
+        table = self.lake.read(
+            "products",
+            columns=["product_id", "first_seen_at"],
+            where=(pads.field("source") == self.source) & pads.field("product_id").isin(unknown),
+        )
+        found: dict[str, dt.datetime] = {}
+        for product_id, seen in zip(
+            table.column("product_id").to_pylist(), table.column("first_seen_at").to_pylist(), strict=True
+        ):
+            if product_id not in found or seen < found[product_id]:
+                found[product_id] = seen
+        for product_id in unknown:
+            self.first_seen[product_id] = found.get(product_id)
+
+    def _product_rows(self) -> list[Record]:
+        """The batch's products as rows: aliases resolved, each with its first_seen_at; one row
+        per (product, content) key (a repeated or stored key is dropped by `Lake.append`)."""
+        self._look_up(self.products)
+        rows: list[Record] = []
+        for product, observed in self.products:
+            if self.first_seen.get(product.product_id) is None:
+                # Identifier rules changed (issue 27): a product the lake holds under the key the
+                # earlier rules gave keeps that key, its first_seen_at and its freshness evidence.
+                held = next((a for a in product.id_aliases if self.first_seen.get(a) is not None), None)
+                if held is not None:
+                    product.product_id = held
+            first_seen = self.first_seen.get(product.product_id) or observed
+            self.first_seen[product.product_id] = first_seen
+            rows.append(product.to_record(self.source, first_seen))
+        return rows
+
     def flush(self) -> None:
         from lookbench_live.scrapers.browser_guard import REFUSALS
 
         # What the browser proxy and the page route refused (their threads cannot yield items).
         for refusal in REFUSALS.drain():
             self.add(refusal.item())
+        if self.products:
+            self.buffer["products"] = self._product_rows()
         for table in ("products", "looks", "rejections"):
             rows = self.buffer[table]
             if rows:
                 self.lake.append(rows)
-        for record in self.buffer["products"]:
-            assert isinstance(record, Product)
-            self.known_hashes.add((record.product_id, record.content_hash))
-        self.known_looks.update((r.source, r.look_id) for r in self.buffer["looks"] if isinstance(r, Look))
-        self.pending_products.clear()
+        self.products = []
         self.buffer = {"products": [], "looks": [], "rejections": []}

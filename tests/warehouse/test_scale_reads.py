@@ -1,7 +1,8 @@
 """A month's steps read the month, not the lake's history (issue 28): with 1 and with 6 earlier
 months in the lake, dedup, annotation planning, `Lake.append`, the evidence checks, the release's
 assembly (`stage`) and the label rules (`labels`) read the same rows of the lake's tables
-(`Lake.reads`), counted, not timed."""
+(`Lake.reads`), counted, not timed; a crawl's pipeline and its counts read the ids it meets and
+the rows it wrote, not the site's catalogue."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import datetime as dt
 import json
 import random
 import shutil
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -172,3 +174,62 @@ def test_a_months_reads_do_not_grow_with_earlier_months(tmp_path: Path) -> None:
     Path(lake.path("derived", "dedup_index", "manifest.json")).unlink()
     run_dedup(lake, DedupSettings(), "dedup-again")
     assert lake.reads.rows["images"] == 7 * PER_MONTH
+
+
+def _crawl_reads(tmp_path: Path, earlier: int) -> dict[str, Any]:
+    """A month's crawl of `shop` on a lake holding `earlier` months of its products (a new
+    content hash each month for `m0-0`, so it has a row per month): the pipeline's lookups and
+    the run's counts, with the rows each read."""
+    from lookbench_live.scrapers import crawl
+    from lookbench_live.scrapers.extract.model import NormalizedProduct
+    from lookbench_live.scrapers.items import CrawlItem
+    from lookbench_live.scrapers.pipelines import LakePipeline
+
+    home = tmp_path / f"crawl-{earlier}"
+
+    def product(pid: str, price: str) -> NormalizedProduct:
+        return NormalizedProduct(product_id=pid, url=f"https://shop.example/p/{pid}", platform="shopify",
+                                 title="blue cotton dress", price=Decimal(price))  # fmt: skip
+
+    history = Lake(home)
+    for month in range(earlier):
+        seen = _seen(month)
+        rows = [product(f"m{month}-{k}", "10").to_record("shop", seen) for k in range(1, PER_MONTH)]
+        rows.append(product("m0-0", str(10 + month)).to_record("shop", _seen(0)))
+        history.append(rows)
+        history.append([product(f"o{month}-{k}", "10").to_record("other", seen) for k in range(PER_MONTH)])
+    before = crawl._snapshot(Lake(home), "shop")
+    pipeline = LakePipeline(str(home), "shop", "run-now", str(tmp_path / "state"), batch_size=10)
+    pipeline.open_spider()
+    now = f"{_seen(earlier).isoformat()}"
+    crawled = [product("m0-0", "99"), product("m0-1", "10")]  # changed, unchanged
+    crawled += [product(f"new-{k}", "10") for k in range(PER_MONTH)]
+    for item in crawled:
+        pipeline.process_item(CrawlItem("product", item.to_json(), observed_at=now))
+    pipeline.close_spider()
+    counter = Lake(home)
+    result = crawl._count(counter, "shop", "run-now", before, tmp_path / f"journal-{earlier}")
+    rows = Lake(home).read("products", columns=["product_id", "first_seen_at"])
+    first_seen = {r["product_id"]: r["first_seen_at"] for r in rows.to_pylist() if r["product_id"] == "m0-0"}
+    return {
+        "pipeline": dict(pipeline.lake.reads.rows),
+        "count": dict(counter.reads.rows),
+        "new": result.products_new,
+        "changed": result.products_changed,
+        "m0-0 first seen": first_seen["m0-0"],
+    }
+
+
+def test_a_months_crawl_reads_its_own_products_not_the_history(tmp_path: Path) -> None:
+    one, six = _crawl_reads(tmp_path, 1), _crawl_reads(tmp_path, 6)
+    for run in (one, six):
+        # A changed product keeps its first_seen_at; the unchanged one writes nothing.
+        assert (run["new"], run["changed"]) == (PER_MONTH, 1)
+        assert run["m0-0 first seen"] == _seen(0)
+    # The pipeline reads the rows of the ids it meets (m0-0 has a row per month) and the key
+    # columns of the one fragment holding the unchanged key (a key-index match, confirmed), not
+    # the site's catalogue; the counts read this run's rows and the earlier rows of its changed id.
+    assert one["pipeline"]["products"] == 2 + PER_MONTH
+    assert six["pipeline"]["products"] == one["pipeline"]["products"] + 5
+    assert one["count"]["products"] == PER_MONTH + 1 + 1
+    assert six["count"]["products"] == one["count"]["products"] + 5
