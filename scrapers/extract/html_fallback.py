@@ -15,7 +15,10 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   price, the amount its own `data-price-value` / `data-price-amount` / `data-price` / `content`
   states as its text writes it ("32 990 Kč"); never one labelled "List Price:" / "RRP" / "UVP",
   struck through (`a-text-strike`, `data-a-strike`), under a list-price element, or in other
-  sellers' offers (Amazon's `#mbc`).
+  sellers' offers (Amazon's `#mbc`). Only when no element names a price, on a product page whose
+  title is its `<h1>`: the first element after that `<h1>` whose whole text is one amount with a
+  currency ("249 kronor"), never a unit price ("83 kr/l"), a struck one or a card's
+  (`html:header-price`: a script-built product header).
 - currency: `itemprop="priceCurrency"`, else the sign or code written in that price text
   (€ EUR, £ GBP, CHF…; a sign several currencies write — "$", "kr", "¥", "LE" — only where the
   page names its market: its language tag's region, "en-US" USD, "en-EG" EGP, "sv-SE" SEK, else
@@ -38,14 +41,19 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
 - identifier: a loose `itemprop` sku / productID / mpn / gtin; a hidden `ASIN` / `sku` input; the
   ASIN of an Amazon product URL (`/dp/`, `/gp/product/`, mobile `/gp/aw/d/`); a labelled line
   ("SKU: …", "Item #: …", "Art.-Nr.: …", "ASIN: …": after the URL, as a Kindle page's first
-  labelled id is the print edition's ISBN).
+  labelled id is the print edition's ISBN); an element named for a code whose value the URL keys
+  by; a short element "Nr 262708" whose number the URL keys by (`conventions.url_keyed_number`).
 - availability: `itemprop="availability"`, `og:availability`, else the text of an element whose
   id/class names availability or stock (Amazon's `.availGreen`) ("In Stock", "Auf Lager", "En
-  stock", "Em stock", "Ausverkauft", "Indisponible"…).
+  stock", "Em stock", "Ausverkauft", "Indisponible"…; never "In stock soon", "Notify me…"), an
+  "Availability" field, else InStock when the page's own add-to-cart controls are all enabled and
+  its text outside product cards states no out-of-stock or "coming soon" phrase
+  (`conventions.buy_control_stock`, source `html:buy-control`).
 - colour, material (never guessed): a field the page shows outside product cards — a table row,
   a definition or a row of two elements ("Color" | "Backsteinrot", "Material Composition" |
   "100% polyester, …"), or a short element reading "Farbe: Schwarz" / "Obermaterial: 100%
-  Polyester / Futter: …". A colour from a "Label: value" line must be in the vocabulary; from a
+  Polyester / Futter: …" (a watch's "Case / bezel material: Stainless steel"). A colour from a
+  "Label: value" line must be in the vocabulary; from a
   table cell it may be any one-word name. A material is a composition adding up to
   100% or a material of the vocabulary ("Material" | "Bikini Bademoden" is none). Then an
   element that states nothing but a composition (Amazon's bullet "100% recycled polyester"),
@@ -56,11 +64,13 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
 
 A product is made only when the page shows a title and a price and is a product page: a buy
 button or form (add to cart / basket / bag, "In den Warenkorb", "Ajouter au panier",
-"Añadir a la cesta"…, a form whose action adds to the cart: `/cart/add`), an availability
+"Añadir a la cesta"…, a form whose action adds to the cart, `/cart/add`, or that is named for
+it and has a submit control, `#productDetailsAddToCartForm`), an availability
 element, `og:type` product, or, with a title from the page's title element or `<h1>`, a product
 gallery (an element named for a product's gallery or media, "product-gallery", holding a picture
-file) outside product cards: a reduced or script-built page may show no buy control, but an
-article or a price tracker shows no product gallery. Articles, recipes, listings of prices without a buy
+file) outside product cards, or an item number the URL keys by ("Nr 262708" at `…/crudo-262708/`):
+a reduced or script-built page may show no buy control, but an article or a price tracker shows
+no product gallery and no item number its URL names. Articles, recipes, listings of prices without a buy
 control, and removed products ("PDP" placeholders) give nothing: a wrong product is worse than none.
 """
 
@@ -75,6 +85,7 @@ from urllib.parse import urlsplit
 
 from lxml import html as lxml_html
 
+from lookbench_live.scrapers.extract.conventions import NOT_YET, buy_control_stock, url_keyed_number
 from lookbench_live.scrapers.extract.model import NormalizedProduct
 from lookbench_live.scrapers.extract.page_extras import sold_status, stock_words
 from lookbench_live.scrapers.extract.values import (
@@ -198,16 +209,23 @@ def html_product(
     title = title or _pick(sources, "title", _title_element(body), "html:title-element")
     title = title or _pick(sources, "title", clean_title(_first(metas, "og:title")), "meta:og:title")
     price_text, price_source = _price_text(body, itemprops, cards)
-    price = parse_price(price_text, lang=lang) if price_text else None
+    buy_controls = _buy_controls(body, cards)
+    keyed_number = None
     product_page = (
         "product" in og_type
-        or _buy_controls(body, cards)
+        or buy_controls
         or _stock_element(body, cards)
         or (
             sources.get("title") == "html:title-element"
             and _gallery(body, url, cards, _PRODUCT_GALLERY) is not None
         )
     )
+    if not product_page and sources.get("title") == "html:title-element":
+        keyed_number = url_keyed_number(body, canonical)
+        product_page = keyed_number is not None
+    if not price_text and product_page and sources.get("title") == "html:title-element":
+        price_text, price_source = _header_price(body, cards)
+    price = parse_price(price_text, lang=lang) if price_text else None
     if not title or not price or not product_page:
         return None  # not a product page, or a listing (its prices are all in product cards)
     sources["price"] = price_source
@@ -229,6 +247,7 @@ def html_product(
     brand = brand or _pick(sources, "brand", heading_brand(body), "html:heading-brand")
     brand = brand or _pick(sources, "brand", _brand_element(body), "html:brand-element")
     fields = _fields(body, cards)
+    detail = _detail_text(body, cards)  # read once: the stock and composition rules both use it
     brand = brand or _pick(sources, "brand", _field_brand(fields), "html:field")
     # The id markup or a form states, then an Amazon URL's ASIN, then a labelled line: on a
     # Kindle page the first labelled id is the print edition's ISBN, not this product's.
@@ -236,6 +255,9 @@ def html_product(
     product_id = product_id or _pick(sources, "product_id", url_identifier(canonical), "url:asin")
     product_id = product_id or _pick(sources, "product_id", _labelled_id(body), "html:label")
     product_id = product_id or _pick(sources, "product_id", url_confirmed_id(body, canonical), "html:code")
+    product_id = product_id or _pick(
+        sources, "product_id", keyed_number or url_keyed_number(body, canonical), "html:number"
+    )
     availability = normalize_availability(
         _itemprop_text(itemprops, "availability")
     ) or normalize_availability(_first(metas, "og:availability") or _first(metas, "product:availability"))
@@ -246,13 +268,17 @@ def html_product(
             sources, "availability", _stock_element(body, cards), "html:availability-element"
         )
         availability = availability or _pick(sources, "availability", _field_stock(fields), "html:field")
+        availability = availability or _pick(
+            sources,
+            "availability",
+            buy_control_stock(buy_controls, _OUT, detail),
+            "html:buy-control",
+        )
     color = _pick(sources, "color", _selected_color(body, cards), "html:aria-label")
     color = color or _pick(sources, "color", _field_color(fields), "html:field")
     material = _pick(sources, "material", _field_material(fields), "html:field")
     material = material or _pick(sources, "material", _composition_element(body, cards), "html:composition")
-    material = material or _pick(
-        sources, "material", find_composition(_detail_text(body, cards)), "html:composition"
-    )
+    material = material or _pick(sources, "material", find_composition(detail), "html:composition")
     category = _pick(sources, "category_path", _breadcrumb(body, cards), "html:breadcrumb")
     return NormalizedProduct(
         product_id=product_id or urlsplit(canonical).path.rstrip("/") or canonical,
@@ -514,6 +540,44 @@ def _price_text(
 
 
 _PRICE_ATTRS = ("data-price-amount", "data-price-value", "data-price", "content")
+
+
+# A unit price ("83 kr/l", "83 kronor per liter", "2,49 €/kg"), never the product's.
+_PER_UNIT = re.compile(r"(?i)/\s*\w{1,5}\b|\bper\b|\bpro\b|\bje\b")
+
+
+def _header_price(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> tuple[str | None, str]:
+    """A price no element names, as a script-built product header shows it: the first element
+    after the page's `<h1>` whose whole text is one amount with a currency ("249 kronor", "€ 19,95"),
+    outside product cards, never a unit price, a struck or list price. Only asked for a product
+    page whose title is its `<h1>`, so a header's price is the product's."""
+    heading = next(body.iter("h1"), None)
+    if heading is None:
+        return None, ""
+    for element in _after(heading):
+        if not isinstance(element.tag, str) or len(element) > 2 or element.tag in ("s", "del", "strike"):
+            continue
+        text = _text(element)
+        if not text or len(text) > 30 or not _MONEY_TEXT.fullmatch(text) or _PER_UNIT.search(text):
+            continue
+        if _in_card(element, cards) or _other_price(element, text):
+            continue
+        if any(a.tag in ("s", "del", "strike") for a in element.iterancestors()):
+            continue
+        return text, f"html:header-price {element.tag}"
+    return None, ""
+
+
+def _after(element: lxml_html.HtmlElement) -> Any:
+    """The elements after `element` in document order (not inside it)."""
+    inside = set(element.iter())
+    seen = False
+    for node in element.getroottree().getroot().iter():
+        if node is element:
+            seen = True
+            continue
+        if seen and node not in inside:
+            yield node
 
 
 def _attribute_amount(element: lxml_html.HtmlElement, text: str) -> str | None:
@@ -815,9 +879,9 @@ def _detail_text(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement])
     return "\n".join(parts)[:50_000]
 
 
-_COLOR_LABEL = re.compile(r"(?i)^(?:colou?r|farbe|couleur|colore|cor|kleur|färg)(?: name)?$")
+_COLOR_LABEL = re.compile(r"(?i)^(?:colou?r|farbe|couleur|colore|cor|kleur|färg|farge|farve)(?: name)?$")
 _MATERIAL_LABEL = re.compile(
-    r"(?i)^(?:materials?|material composition|(?:outer|main|upper|case|shell) material|obermaterial|au(?:ß|ss)enmaterial|"
+    r"(?i)^(?:materials?|material composition|(?:outer|main|upper|case|shell) material|case\s*/\s*bezel material|obermaterial|au(?:ß|ss)enmaterial|"
     r"material oberstoff|composition|zusammensetzung|mati[eè]re|composici[oó]n|composizione|fabric|"
     r"fabric type|shell|stoff|tissu|tejido|materiale)$"
 )
@@ -923,7 +987,7 @@ _STOCK_LABEL = re.compile(
 def _field_stock(fields: list[tuple[str, str, bool]]) -> str | None:
     """An availability field's value ("Availability:" | "In Stock", BigCommerce's DetailRow)."""
     for label, value, _cell in fields:
-        if _STOCK_LABEL.match(label) and len(value) <= 60:
+        if _STOCK_LABEL.match(label) and len(value) <= 60 and not NOT_YET.search(value):
             if _OUT.search(value):
                 return "OutOfStock"
             if _IN.search(value):
@@ -1009,6 +1073,8 @@ def _stock_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement
             text = _text(element)
             if not text or len(text) > 200:
                 continue
+            if NOT_YET.search(text):  # "In stock soon", "Notify me when back in stock": not now
+                continue
             if _OUT.search(text):
                 return "OutOfStock"
             if _IN.search(text):
@@ -1023,20 +1089,35 @@ def page_stock(body: lxml_html.HtmlElement) -> str | None:
     return _stock_element(body, _cards(body))
 
 
-def _buy_controls(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> int:
+def _buy_controls(
+    body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]
+) -> list[lxml_html.HtmlElement]:
     """Buy buttons, links and forms outside product cards (the page's own product's)."""
-    count = 0
+    found = []
     for element in body.iter("button", "input", "a", "form"):
         if _in_card(element, cards):
             continue
         if element.tag == "form":  # Shopify's `/cart/add`, Magento's `checkout/cart/add`
-            count += bool(_ADD_ACTION.search(element.get("action") or ""))
+            # or a form named for it that can be sent (BigCommerce's `#productDetailsAddToCartForm`
+            # posting to `cart.php`, Magento's `#product_addtocart_form`)
+            if _ADD_ACTION.search(element.get("action") or "") or (
+                _ADD_ACTION.search(_hint(element)) and next(_submit_controls(element), None) is not None
+            ):
+                found.append(element)
             continue
         label = element.get("value") or element.get("title") or _text(element)
         named = _BUY_ATTR.search(_hint(element)) or _BUY_ATTR.search(element.get("name") or "")
         if named or (label and len(label) < 60 and _BUY.search(label)):
-            count += 1
-    return count
+            found.append(element)
+    return found
+
+
+def _submit_controls(form: lxml_html.HtmlElement) -> Any:
+    return (
+        e
+        for e in form.iter("button", "input")
+        if (e.get("type") or ("submit" if e.tag == "button" else "text")).lower() in ("submit", "image")
+    )
 
 
 _MONEY_SIGN = "|".join(re.escape(sign) for sign, _ in _SIGNS) + r"|\$|" + _CODE.pattern

@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from lxml import html as lxml_html
 
+from lookbench_live.scrapers.extract.conventions import property_value
 from lookbench_live.scrapers.extract.jsonld import (
     id_index,
     load_script,
@@ -457,19 +458,26 @@ def _normalize(
     color = (
         next(iter(_strings(shown.get("color"))), None)
         or next(iter(_strings(head.get("color"))), None)
+        or property_value([shown, head], "color")
         or color_from_url(url)
         or find_color(description, page_text)
         or title_color(_without_brand(title, normalize_brand(shown.get("brand"), index)))
     )
-    material = next(iter(_strings(shown.get("material"))), None) or next(
-        iter(_strings(head.get("material"))), None
+    material = (
+        next(iter(_strings(shown.get("material"))), None)
+        or next(iter(_strings(head.get("material"))), None)
+        or property_value([shown, head], "material")
     )
     if not material:
         material = find_material(description, None if "material" in varying else page_text)
     images = image_urls(shown.get("image"), url)
     if group is not None or not images:
         images += [u for u in image_urls(head.get("image"), url) if u not in images]
-    category = _category(head.get("category") or shown.get("category")) or breadcrumbs
+    category = (
+        _category(head.get("category") or shown.get("category"))
+        or _category(property_value([head, shown], "category"))
+        or breadcrumbs
+    )
     product_id = _product_id(group, members, shown, canonical, url)
     legacy_id = _legacy_product_id(group, members, shown, canonical)
     variants = []

@@ -297,7 +297,7 @@ _MATERIAL_LABEL = (
     r"materials?|materiale|material oberstoff|obermaterial|au(?:ß|ss)enmaterial|composition|composici[oó]n|"
     r"composizione|zusammensetzung|mati[eè]re|fabric|shell|upper|tissu|tejido|stoff"
 )
-_COLOR_LABEL = r"colou?r|farbe|couleur|colore|kleur|färg"
+_COLOR_LABEL = r"colou?r|farbe|couleur|colore|kleur|färg|farge|farve"
 _LABEL_LINE = re.compile(
     rf"(?i)(?:^|(?<=[\s(\-•·*]))(?P<label>{_MATERIAL_LABEL})(?P<care>\s*(?:&|and|und|et|y)\s*(?:care|pflege\w*|entretien|cuidados))?"
     rf"(?:\s+\w+)?\s*(?P<colon>:)?\s*(?P<value>[^\n]*)$"

@@ -1,0 +1,166 @@
+"""Facts that many shops state by one shared convention the main readers did not read (issue 27).
+
+Each reader names the convention it reads, fills only a fact its caller's stronger sources left
+empty, and returns None when the page does not state the fact plainly:
+
+- `property_value`: schema.org's `additionalProperty` on a Product, a list of `PropertyValue`
+  name/value pairs (Google's merchant listing guide; marketplaces, Shopware, Magento and
+  WooCommerce SEO plugins write "category", "Color", "Material" this way). It is structured data
+  about the product itself, so it ranks after the Product's own `category` / `color` /
+  `material` and before anything read from the visible page.
+- `buy_control_stock`: a product page whose own buy control (an add-to-cart button, link or form
+  outside product cards) is enabled, and which shows no out-of-stock or "coming soon" statement
+  anywhere outside product cards, sells the product now: InStock. Shops disable, hide or replace
+  that control ("Sold out", "Notify me") when the product cannot be bought. It ranks after
+  every stated stock (markup, a stock element, an "Availability" field).
+- `url_keyed_number`: a script-built product header (React, Vue) with no markup shows the item
+  number ("Nr 262708", "Art.-Nr. 262708") that the page's URL keys by (`/produkt/vin/crudo-262708/`):
+  both say the page is that item's detail page, and the number is its id. It marks a product page
+  only when no buy control, stock element or product gallery does, and gives the id only after
+  every other id rule.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from lookbench_live.scrapers.extract.values import clean_title
+
+# The PropertyValue names that state a fact, in the languages of the corpus' shops.
+_PROPERTY_NAMES = {
+    "category": re.compile(
+        r"(?i)^(?:product[ _-]?)?(?:category|categories|kategori|kategorie|catégorie|categor[ií]a|categorie)$"
+    ),
+    "color": re.compile(r"(?i)^(?:colou?r|farbe|couleur|colore|cor|kleur|färg|farge|farve)$"),
+    "material": re.compile(
+        r"(?i)^(?:materials?|materiale|materiaal|material composition|composition|zusammensetzung|"
+        r"mati[eè]re|composici[oó]n|composizione|fabric|stoff|tissu|tejido|obermaterial)$"
+    ),
+}
+
+
+def property_value(nodes: list[dict[str, Any]], fact: str) -> str | None:
+    """The value of the first `additionalProperty` `PropertyValue` of `nodes` (the shown variant
+    first, then its group) whose `name` (or `propertyID`) names `fact` ("category", "Color",
+    "Farge", "Material"…); a list of values reads as its first. None when none states it."""
+    names = _PROPERTY_NAMES[fact]
+    for node in nodes:
+        properties = node.get("additionalProperty")
+        for item in properties if isinstance(properties, list) else [properties]:
+            if not isinstance(item, dict):
+                continue
+            label = clean_title(item.get("name")) or clean_title(item.get("propertyID"))
+            if not label or not names.match(label):
+                continue
+            value = item.get("value")
+            if isinstance(value, list):
+                value = next((v for v in value if isinstance(v, str | int | float)), None)
+            text = clean_title(str(value)) if isinstance(value, str | int | float) else None
+            if text:
+                return text
+    return None
+
+
+# A statement that the product cannot be bought now, though a button may still be on the page:
+# "coming soon", "in stock soon", "back in stock", "notify me", "pre-order", "expected …".
+NOT_YET = re.compile(
+    r"(?i)\b(?:coming soon|(?:in|back in) stock soon|back in stock|notify me|pre-?order|"
+    r"expected (?:in stock|on|by)|demnächst|bald (?:wieder )?verfügbar|bientôt disponible|"
+    r"prochainement|próximamente|in arrivo|binnenkort)\b"
+)
+# A control that puts the product into a cart (a one-click "Buy now" of an e-book says nothing
+# about stock).
+_ADDS = re.compile(
+    r"(?i)add(?:ing)?[-_ ]?to[-_ ]?(?:cart|basket|bag|trolley)|addtocart|in den (?:warenkorb|einkaufswagen)|"
+    r"ajouter au panier|añadir a la cesta|aggiungi al carrello|in winkelwagen|lägg i varukorgen"
+)
+_DISABLED_CLASS = frozenset({"disabled", "is-disabled", "hidden", "is-hidden", "d-none", "hide"})
+_SUBMIT_TYPES = frozenset({"submit", "image", "button"})
+
+
+def buy_control_stock(controls: list[Any], out_of_stock: re.Pattern[str], page_text: str) -> str | None:
+    """InStock when the page's own add-to-cart controls (buttons and submit inputs that add to a
+    cart, add-to-cart forms, outside product cards: from `controls`; a link may be another
+    product's, a one-click "Buy now" sells e-books that have no stock) are all enabled and the
+    page's text outside product cards states neither an out-of-stock phrase (`out_of_stock`) nor
+    one of `NOT_YET`. None otherwise: a disabled or hidden button, "Sold out", "Notify me when in
+    stock" or "In stock soon" leaves the stock unknown."""
+    own = [c for c in controls if c.tag != "a" and (c.tag == "form" or _ADDS.search(_label(c)))]
+    if not own or any(_disabled(c) for c in own):
+        return None
+    if any(c.tag == "form" and not _submits(c) for c in own):
+        return None  # a form without a usable submit control sells nothing
+    if out_of_stock.search(page_text) or NOT_YET.search(page_text):
+        return None
+    return "InStock"
+
+
+def _label(control: Any) -> str:
+    text = " ".join(control.text_content().split())
+    return " ".join(
+        (
+            control.get("id") or "",
+            control.get("class") or "",
+            control.get("name") or "",
+            control.get("value") or "",
+            control.get("title") or "",
+            text,
+        )
+    )
+
+
+def _submits(form: Any) -> bool:
+    for element in form.iter("button", "input"):
+        kind = (element.get("type") or ("submit" if element.tag == "button" else "text")).lower()
+        if kind in _SUBMIT_TYPES and not _disabled(element):
+            return True
+    return False
+
+
+def _disabled(element: Any) -> bool:
+    """The control or one of its holders is disabled or hidden (`disabled`, `aria-disabled`,
+    `hidden`, `display:none`, a class "disabled" / "hidden" / "d-none")."""
+    for node in (element, *element.iterancestors()):
+        if node.get("disabled") is not None or node.get("hidden") is not None:
+            return True
+        if (node.get("aria-disabled") or "").lower() == "true":
+            return True
+        if re.search(r"display\s*:\s*none", node.get("style") or ""):
+            return True
+        if _DISABLED_CLASS & set((node.get("class") or "").lower().split()):
+            return True
+    return False
+
+
+# A catalogue number the page labels as the item's ("Nr 262708", "Art.-Nr. 262708", "Varenr.
+# 262708", "Item no. 262708", "Artikelnummer: 262708"): the element's whole text, five digits or
+# more (a year, "Nr 1" in a tile or a house number is no item number).
+_NUMBER = re.compile(
+    r"(?i)(?:nr|art(?:ikel)?\.?\s?-?nr|artikelnummer|vare-?nr|varunr|item(?:\s+no|\s*#)?|numéro|número)"
+    r"\.?\s*[:#]?\s*(?P<id>\d{5,12})"
+)
+
+
+def url_keyed_number(body: Any, url: str) -> str | None:
+    """The item number an element of the page labels ("Nr 262708") and the page's URL keys by
+    (`/produkt/vin/crudo-262708/`, `?id=262708`): two statements that this page is that item's
+    detail page, as a shop's product header shows (a listing's URL names no one item). Only
+    short elements are read (a label and a number), never a long block's text."""
+    parts = urlsplit(url)
+    keys = {v for pair in parts.query.split("&") for v in pair.split("=")[1:]}
+    keys |= set(re.split(r"[/\-_.]", parts.path))
+    keys.discard("")
+    if not any(k.isdigit() for k in keys):
+        return None
+    for element in body.iter("span", "div", "p", "li", "dd", "td", "small", "strong"):
+        if len(element) > 2:
+            continue
+        text = " ".join(element.text_content().split())
+        if len(text) > 40:
+            continue
+        found = _NUMBER.fullmatch(text)
+        if found and found.group("id") in keys:
+            return found.group("id")
+    return None
