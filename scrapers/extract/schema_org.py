@@ -44,6 +44,7 @@ from lookbench_live.scrapers.extract.values import (
     normalize_brand,
     parse_price,
     title_color,
+    without_site_name,
 )
 
 PRODUCT_TYPES = frozenset({"product", "productgroup", "individualproduct", "productmodel", "someproducts"})
@@ -653,7 +654,9 @@ def _category(value: Any) -> list[str]:
     text = clean_title(value)
     if not text:
         return []
-    return [part.strip() for part in re.split(r"\s*(?:>|/|›|»|\|)\s*", text) if part.strip()]
+    # Root first, whichever way the arrow points: Google's taxonomy writes "A > B", Etsy's listings
+    # "Jewelry < Necklaces < Pendant Necklaces".
+    return [part.strip() for part in re.split(r"\s*(?:>|<|/|›|»|\|)\s*", text) if part.strip()]
 
 
 def _crumb_name(element: dict[str, Any]) -> Any:
@@ -739,7 +742,7 @@ def _opengraph_product(
     amount = metas.first("product:price:amount") or metas.first("og:price:amount")
     if "product" not in og_type and amount is None:
         return None
-    title = clean_title(metas.first("og:title"))
+    title = without_site_name(clean_title(metas.first("og:title")), clean_title(metas.first("og:site_name")))
     description = clean_text(metas.first("og:description"))
     price = parse_price(amount, lang=lang)
     og_url = absolute_url(metas.first("og:url"), url)

@@ -90,6 +90,22 @@ def clean_title(value: Any) -> str | None:
     return " ".join(text.split()) if text else None
 
 
+def without_site_name(title: str | None, site_name: str | None) -> str | None:
+    """`title` less a trailing site name the page declares (`og:site_name`) after a separator:
+    "Pink camera by メルカリ", "Linen shirt | Shop", "Linen shirt - Shop". Shops append their own
+    name to the titles they share; it is never the product's. The title is kept whole when
+    nothing else would be left."""
+    if not title or not site_name:
+        return title
+    found = re.fullmatch(
+        r"(?P<rest>.+?)\s*(?:\s(?:by|on|at|bei|chez|en|em|auf)\s|[|\-–—:·•｜]|::)\s*" + re.escape(site_name),
+        title,
+        flags=re.IGNORECASE,
+    )
+    rest = found.group("rest").strip() if found else ""
+    return rest if len(rest) >= 2 else title
+
+
 def parse_price(value: Any, *, minor_unit: int | None = None, lang: str | None = None) -> Decimal | None:
     """A price as a Decimal, or None when there is none.
 

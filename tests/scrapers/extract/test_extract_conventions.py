@@ -181,3 +181,47 @@ def test_a_short_number_or_a_year_is_no_item_number():
     assert _products(page.format(n="2025"), "https://shop.example.se/nyheter/2025/") == []
     (product,) = _products(page.format(n="26270"), "https://shop.example.se/produkt/crudo-26270/")
     assert product.product_id == "26270"
+
+
+# --------------------------------------------------------------------------- site name, category arrows
+
+
+def _og_page(title: str, site_name: str) -> str:
+    return (
+        "<html><head>"
+        f'<meta property="og:type" content="product"><meta property="og:title" content="{title}">'
+        f'<meta property="og:site_name" content="{site_name}">'
+        '<meta property="product:price:amount" content="14880">'
+        '<meta property="product:price:currency" content="JPY">'
+        "</head><body></body></html>"
+    )
+
+
+def test_a_shared_title_loses_the_site_name_the_page_declares():
+    text, url = _page("shokandon_mercari-jp-lumix-fx77")
+    (product,) = _products(text, url)
+    assert product.title == "美品✨ライカレンズ搭載 Panasonic LUMIX DMC-FX77 ピンク"
+    for title in ("Linen Shirt | Acme Store", "Linen Shirt - Acme Store", "Linen Shirt by acme store"):
+        (product,) = _products(_og_page(title, "Acme Store"), "https://acme.example/p/linen-shirt")
+        assert product.title == "Linen Shirt"
+
+
+def test_a_title_keeps_a_site_name_that_is_not_a_trailing_suffix_or_is_all_there_is():
+    for title, kept in (
+        ("Acme Store Linen Shirt", "Acme Store Linen Shirt"),  # not after a separator at the end
+        ("Linen Shirt by Acme", "Linen Shirt by Acme"),  # another name than the declared one
+        ("T-Shirt", "T-Shirt"),  # one letter would be left
+        ("Acme Store", "Acme Store"),
+    ):
+        site = "Shirt" if title == "T-Shirt" else "Acme Store"
+        (product,) = _products(_og_page(title, site), "https://acme.example/p/linen-shirt")
+        assert product.title == kept
+
+
+def test_a_category_string_splits_root_first_whichever_way_its_arrows_point():
+    text, url = _page("scrapfly_etsy-es-crown-year-necklace")
+    (product,) = _products(text, url)
+    assert product.category_path == ["Jewelry", "Necklaces", "Pendant Necklaces"]
+    for category in ("Apparel > Dresses > Maxi", "Apparel < Dresses < Maxi"):
+        (product,) = _products(_jsonld({"category": category}), "https://shop.example/p/1")
+        assert product.category_path == ["Apparel", "Dresses", "Maxi"]
