@@ -111,12 +111,14 @@ def _label(control: Any) -> str:
     )
 
 
+def control_type(element: Any) -> str:
+    """A `<button>` / `<input>`'s type as HTML reads it: a button submits unless it says otherwise,
+    an input is a text field."""
+    return (element.get("type") or ("submit" if element.tag == "button" else "text")).lower()
+
+
 def _submits(form: Any) -> bool:
-    for element in form.iter("button", "input"):
-        kind = (element.get("type") or ("submit" if element.tag == "button" else "text")).lower()
-        if kind in _SUBMIT_TYPES and not _disabled(element):
-            return True
-    return False
+    return any(control_type(e) in _SUBMIT_TYPES and not _disabled(e) for e in form.iter("button", "input"))
 
 
 def _disabled(element: Any) -> bool:

@@ -77,6 +77,7 @@ control, and removed products ("PDP" placeholders) give nothing: a wrong product
 from __future__ import annotations
 
 import contextlib
+import functools
 import html as html_module
 import json
 import re
@@ -85,7 +86,12 @@ from urllib.parse import urlsplit
 
 from lxml import html as lxml_html
 
-from lookbench_live.scrapers.extract.conventions import NOT_YET, buy_control_stock, url_keyed_number
+from lookbench_live.scrapers.extract.conventions import (
+    NOT_YET,
+    buy_control_stock,
+    control_type,
+    url_keyed_number,
+)
 from lookbench_live.scrapers.extract.model import NormalizedProduct
 from lookbench_live.scrapers.extract.page_extras import sold_status, stock_words
 from lookbench_live.scrapers.extract.values import (
@@ -247,7 +253,8 @@ def html_product(
     brand = brand or _pick(sources, "brand", heading_brand(body), "html:heading-brand")
     brand = brand or _pick(sources, "brand", _brand_element(body), "html:brand-element")
     fields = _fields(body, cards)
-    detail = _detail_text(body, cards)  # read once: the stock and composition rules both use it
+    # The detail text is long to gather: read at most once, and only if a rule comes to it.
+    detail = functools.cache(lambda: _detail_text(body, cards))
     brand = brand or _pick(sources, "brand", _field_brand(fields), "html:field")
     # The id markup or a form states, then an Amazon URL's ASIN, then a labelled line: on a
     # Kindle page the first labelled id is the print edition's ISBN, not this product's.
@@ -271,14 +278,14 @@ def html_product(
         availability = availability or _pick(
             sources,
             "availability",
-            buy_control_stock(buy_controls, _OUT, detail),
+            buy_control_stock(buy_controls, _OUT, detail()) if buy_controls else None,
             "html:buy-control",
         )
     color = _pick(sources, "color", _selected_color(body, cards), "html:aria-label")
     color = color or _pick(sources, "color", _field_color(fields), "html:field")
     material = _pick(sources, "material", _field_material(fields), "html:field")
     material = material or _pick(sources, "material", _composition_element(body, cards), "html:composition")
-    material = material or _pick(sources, "material", find_composition(detail), "html:composition")
+    material = material or _pick(sources, "material", find_composition(detail()), "html:composition")
     category = _pick(sources, "category_path", _breadcrumb(body, cards), "html:breadcrumb")
     return NormalizedProduct(
         product_id=product_id or urlsplit(canonical).path.rstrip("/") or canonical,
@@ -1113,11 +1120,7 @@ def _buy_controls(
 
 
 def _submit_controls(form: lxml_html.HtmlElement) -> Any:
-    return (
-        e
-        for e in form.iter("button", "input")
-        if (e.get("type") or ("submit" if e.tag == "button" else "text")).lower() in ("submit", "image")
-    )
+    return (e for e in form.iter("button", "input") if control_type(e) in ("submit", "image"))
 
 
 _MONEY_SIGN = "|".join(re.escape(sign) for sign, _ in _SIGNS) + r"|\$|" + _CODE.pattern
