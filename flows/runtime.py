@@ -234,15 +234,27 @@ def scheduled_day(cron: str, timezone: str, now: dt.datetime) -> dt.date:
 
 
 def start_local_api() -> None:
-    """Start Prefect's temporary local API (no `PREFECT_API_URL`) in its own session.
+    """Start Prefect's temporary local API (no `PREFECT_API_URL`) in its own session, on a port
+    it already holds.
 
     Prefect starts it as a child in the flow's process group, so the SIGINT of a Ctrl-C (sent to
     the whole foreground group) or a scheduler's SIGTERM to the group stops the API while the
     flow still needs it to record its end. In its own session only the flow stops it (at exit);
     it dies with the flow's main thread when that is killed (`PR_SET_PDEATHSIG`), so a kill -9
-    leaves no orphan. Called from the main thread before the flow; a no-op with a server."""
+    leaves no orphan.
+
+    Prefect picks a random port in 8000-8999 that is free when it looks, then waits for
+    `/health` on it. Two runs starting at once can pick the same port: the second server fails
+    to bind, the second run's health check is answered by the first run's server, and that run
+    loses its API (connection refused) the moment the other run exits. So the socket is bound
+    here (port 0: the kernel's choice, never one another process holds) and handed to uvicorn
+    (`--fd`), which serves on it without binding anything. Its output goes to
+    `$PREFECT_HOME/local-api.log`, not to the run's terminal. Called from the main thread before
+    the flow; a no-op with a server."""
+    import socket
     import subprocess
     import sys
+    from pathlib import Path
 
     from prefect.server.api import server as api
     from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
@@ -260,6 +272,16 @@ def start_local_api() -> None:
 
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
+    # Bound, not listening: until uvicorn listens on it (ready to answer), a health check is
+    # refused and retried rather than left waiting in the backlog; and without SO_REUSEADDR no
+    # other socket can bind the port meanwhile.
+    from prefect.settings import PREFECT_HOME
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    fd = listener.fileno()
+    port = listener.getsockname()[1]
+
     class OwnSession:
         """`subprocess` as Prefect's server module sees it while it starts the API."""
 
@@ -267,13 +289,30 @@ def start_local_api() -> None:
             return getattr(subprocess, name)
 
         @staticmethod
-        def Popen(*args: Any, **kwargs: Any) -> Any:
+        def Popen(args: list[str], **kwargs: Any) -> Any:
             kwargs.setdefault("start_new_session", True)
             kwargs.setdefault("preexec_fn", die_with_parent)
-            return subprocess.Popen(*args, **kwargs)
+            kwargs["pass_fds"] = (*kwargs.get("pass_fds", ()), fd)
+            # Its output goes to a file, not the run's terminal: a request the API cancels when the
+            # run exits prints a traceback after the run's one last line ("interrupted by …").
+            kwargs.setdefault("stdout", log)
+            kwargs.setdefault("stderr", subprocess.STDOUT)
+            # Prefect re-picks a random port before it respawns a server that failed to start;
+            # the respawn serves on the same socket, so its health check must look there.
+            instance.port = port
+            return subprocess.Popen([*args, "--fd", str(fd)], **kwargs)
 
+    home = Path(PREFECT_HOME.value())
+    home.mkdir(parents=True, exist_ok=True)
+    log_path = home / "local-api.log"
+    log = open(log_path, "ab")  # noqa: SIM115 - the server holds its own copy once started
+    instance.port = port
     api.subprocess = OwnSession()  # type: ignore[assignment]
     try:
         instance.start()
+    except RuntimeError as exc:
+        raise RuntimeError(f"{exc} (the local API's output: {log_path})") from exc
     finally:
         api.subprocess = subprocess
+        listener.close()  # the server holds its own copies of these
+        log.close()

@@ -56,6 +56,18 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     )
 
 
+@pytest.fixture(scope="session", autouse=True)
+def local_api() -> None:
+    """The flows tests run in this process use the API the CLI starts (`start_local_api`: its own
+    session, on a socket it already holds), started once per worker. Left to Prefect, it picks a
+    random port that is free when it looks: a test run at once in the other worker, or a CLI run
+    it starts, could pick the same one and this worker's flows would lose their API when that run
+    ends (CI, stop 35: three flows tests failed with "connection refused")."""
+    from lookbench_live.flows.runtime import start_local_api
+
+    start_local_api()
+
+
 @pytest.fixture(scope="session")
 def cli() -> str:
     """Path of the installed `lookbench-live` command of this environment."""
