@@ -52,10 +52,21 @@ def warm_up() -> None:
 def decode_body(body: bytes, content_type: str | None = None) -> str:
     """Bytes to text: BOM, then the Content-Type charset, then `<meta charset>`, then sniffing
     (unknown charset names fall through), as Scrapy's TextResponse does (docs/reliability.md S10)."""
-    from w3lib.encoding import html_to_unicode
+    from w3lib.encoding import html_body_declared_encoding, html_to_unicode, http_content_type_encoding
 
     header = content_type if content_type else None
-    _, text = html_to_unicode(header, body)
+    encoding, text = html_to_unicode(header, body)
+    if http_content_type_encoding(header) is None and html_body_declared_encoding(body) == encoding:
+        # A stored page re-encoded as UTF-8 that kept its `<meta charset="gbk">`: the declared
+        # charset cannot read its bytes, which are valid UTF-8 (text in GBK, Shift_JIS or
+        # Latin-1 with bytes above 127 is almost never valid UTF-8 by chance).
+        try:
+            body.decode(encoding)
+        except (UnicodeDecodeError, LookupError):
+            try:
+                return body.decode("utf-8")
+            except UnicodeDecodeError:
+                pass
     return text
 
 

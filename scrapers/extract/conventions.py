@@ -18,6 +18,9 @@ empty, and returns None when the page does not state the fact plainly:
   both say the page is that item's detail page, and the number is its id. It marks a product page
   only when no buy control, stock element or product gallery does, and gives the id only after
   every other id rule.
+- `other_than_product`: Open Graph's `og:type` names what a page is. Its types other than `product`
+  (`website`, `article`, `profile`, `video.*`) say the page is not a product's; an app's own
+  namespaced type (`g-favorites:item`, Gmarket's) says nothing either way.
 """
 
 from __future__ import annotations
@@ -140,7 +143,8 @@ def _disabled(element: Any) -> bool:
 # 262708", "Item no. 262708", "Artikelnummer: 262708"): the element's whole text, five digits or
 # more (a year, "Nr 1" in a tile or a house number is no item number).
 _NUMBER = re.compile(
-    r"(?i)(?:nr|art(?:ikel)?\.?\s?-?nr|artikelnummer|vare-?nr|varunr|item(?:\s+no|\s*#)?|numéro|número)"
+    r"(?i)(?:nr|art(?:ikel)?\.?\s?-?nr|artikelnummer|vare-?nr|varunr|item(?:\s+no|\s*#)?|numéro|número"
+    r"|상품\s?번호|상품\s?코드|商品(?:编号|編號|番号|コード)|品番)"
     r"\.?\s*[:#]?\s*(?P<id>\d{5,12})"
 )
 
@@ -166,3 +170,11 @@ def url_keyed_number(body: Any, url: str) -> str | None:
         if found and found.group("id") in keys:
             return found.group("id")
     return None
+
+
+def other_than_product(og_type: str | None) -> bool:
+    """Whether a page's `og:type` states it is something other than a product's page: any type
+    without "product" in it (`website`, `article`, `video.movie`), except an app's own namespaced
+    type (`app:type`), which Open Graph leaves to the app and which says nothing either way."""
+    kind = (og_type or "").strip().lower()
+    return bool(kind) and kind != "website" and "product" not in kind and ":" not in kind

@@ -90,6 +90,7 @@ from lookbench_live.scrapers.extract.conventions import (
     NOT_YET,
     buy_control_stock,
     control_type,
+    other_than_product,
     url_keyed_number,
 )
 from lookbench_live.scrapers.extract.model import NormalizedProduct
@@ -102,14 +103,18 @@ from lookbench_live.scrapers.extract.values import (
     material_value,
     normalize_availability,
     parse_price,
+    url_item_id,
+    url_key,
 )
 
 _TITLE_HINT = re.compile(r"(?i)product[-_ ]?(?:title|name)|^title$|item[-_ ]?title|pdp[-_ ]?title")
-_PRODUCT_TITLE_CLASS = re.compile(r"(?i)product[-_ ]?(?:title|name)|item[-_ ]?title|pdp[-_ ]?title")
+_PRODUCT_TITLE_CLASS = re.compile(
+    r"(?i)product[-_ ]?(?:title|name)|item[-_ ]?title|pdp[-_ ]?title|main[-_]title"
+)
 _PRICE_HINT = re.compile(r"(?i)price|preis|prix|precio|prezzo")
 _NOT_PRICE = re.compile(
     r"(?i)list|old|was|strike|rrp|uvp|save|saving|shipping|delivery|per[-_]?unit|basket|cart|range|"
-    r"hidden|secondary|compare|before|original"
+    r"hidden|secondary|compare|before|origin"
 )
 # A price's own label that names another price than the one to pay ("Print List Price:", "RRP:",
 # "Statt:", "Prix conseillé :"), or a struck-through amount (Amazon's `a-text-strike`,
@@ -143,14 +148,19 @@ _MAIN_IMAGE_HINT = re.compile(
     r"(?i)(?:^|\s)(?:landing|main|primary|hero)"
 )  # a word's start: not "border-primary"
 _IMAGE_HINT = re.compile(r"(?i)landing|main|primary|hero|product[-_ ]?(?:image|img|photo)|zoom|gallery")
-_BRAND_HINT = re.compile(r"(?i)brand|byline|manufacturer|marke|marque|marca")
+# German "Marke", never "market" ("gmarketcard", "marketplace" name shops and payment cards).
+_BRAND_HINT = re.compile(r"(?i)brand|byline|manufacturer|marke(?!t)|marque|marca")
 # "availability", Amazon's "availGreen" / "availRed" (a class token that starts with "avail": never
 # "variationUnavailable" or "main-image-unavailable", which say an image is missing).
 _STOCK_HINT = re.compile(r"(?i)availability|(?:^|\s)avail\w*|stock|lieferbar|dispon")
 _BUY = re.compile(
     r"(?i)add(?:ing)? to (?:cart|basket|bag|trolley)|buy now|in den (?:warenkorb|einkaufswagen)|"
     r"jetzt kaufen|ajouter au panier|acheter|añadir a la cesta|comprar|aggiungi al carrello|"
-    r"in winkelwagen|lägg i varukorgen"
+    r"in winkelwagen|lägg i varukorgen|"
+    # Chinese, Japanese and Korean "add to cart" / "buy now"; never the bare word for the cart
+    # ("购物车", "カート", "장바구니"), which every page's header links to.
+    r"加入购物车|加入購物車|立即购买|立即購買|カートに入れる|カートへ入れる|今すぐ購入|"
+    r"장바구니에?\s?담기|바로\s?구매(?:하기)?|구매하기"
 )
 # A form that adds to the cart, by its action (`/cart/add`, `checkout/cart/add/product/…`,
 # `?add-to-cart=…`, `warenkorb/add`): never a cart page's own update or checkout form ("/cart").
@@ -160,7 +170,7 @@ _ADD_ACTION = re.compile(
 _BUY_ATTR = re.compile(r"(?i)add[-_]?to[-_]?(?:cart|basket|bag)|buy[-_]?now|addtocart|buybox")
 _BRAND_TEXT = re.compile(
     r"(?i)^(?:visit the (?P<a>.+?) store|besuche den (?P<b>.+?)-store|visita la tienda de (?P<c>.+)|"
-    r"visiter la boutique (?P<d>.+)|(?:brand|marke|marque|marca)\s*:\s*(?P<e>.+))$"
+    r"visiter la boutique (?P<d>.+)|(?:brand|marke|marque|marca|品牌(?:名称|名稱)?|ブランド名?|브랜드)\s*[:：]\s*(?P<e>.+))$"
 )
 _AUTHOR = re.compile(r"(?i)^(?:by|von|de|par|di|door)\s|\(|:|\d")
 _ID_LABEL = re.compile(
@@ -184,8 +194,12 @@ _SIGNS = (
     ("R$", "BRL"), ("S$", "SGD"), ("A$", "AUD"), ("C$", "CAD"), ("E£", "EGP"), ("L.E", "EGP"),
     ("ج.م", "EGP"), ("€", "EUR"), ("£", "GBP"),
     ("₹", "INR"), ("₽", "RUB"), ("руб", "RUB"), ("₴", "UAH"), ("грн", "UAH"), ("₺", "TRY"),
-    ("₩", "KRW"), ("zł", "PLN"), ("Kč", "CZK"), ("kronor", "SEK"), ("CHF", "CHF"), ("¥", None),
+    ("₩", "KRW"), ("￦", "KRW"), ("원", "KRW"), ("円", "JPY"), ("zł", "PLN"), ("Kč", "CZK"),
+    ("kronor", "SEK"), ("CHF", "CHF"), ("¥", None), ("￥", None), ("元", None),
 )  # fmt: skip
+# "원" is the won's word (Korean writes "19,900원"), "円" the yen's (Japanese only); "¥"/"￥" is
+# both the yen and the yuan, "元" the yuan's and the Taiwan and Hong Kong dollars' word: those
+# name a currency only where the page states its market (`_LOCAL`).
 _CODE = re.compile(
     r"\b(EUR|USD|GBP|CHF|SEK|NOK|DKK|PLN|CZK|HUF|JPY|CNY|CAD|AUD|NZD|RUB|UAH|INR|BRL|MXN|ARS|TRY|ZAR|KRW|"
     r"AED|SAR|EGP|QAR|KWD|BHD|OMR|JOD|ILS|SGD|HKD|THB|IDR|MYR|VND|TWD|CLP|COP|PEN|RON|BGN|RSD|ISK|"
@@ -207,13 +221,16 @@ def html_product(
     if body is None:
         return None
     og_type = (_first(metas, "og:type") or "").lower()
-    if og_type and "product" not in og_type:
+    if other_than_product(og_type):
         return None  # an article, a profile, a video: the page says what it is
     sources: dict[str, str] = {}
     cards = _cards(body)
     title = _pick(sources, "title", _itemprop_text(itemprops, "name"), "itemprop")
     title = title or _pick(sources, "title", _title_element(body), "html:title-element")
     title = title or _pick(sources, "title", clean_title(_first(metas, "og:title")), "meta:og:title")
+    # An element whose class is just "title" also marks an upsell's or an option box's heading
+    # (Coupang's "개당 용량 × 총 수량"): only when the page states its title nowhere else.
+    title = title or _pick(sources, "title", _class_title(body, _TITLE_HINT), "html:title-element")
     price_text, price_source = _price_text(body, itemprops, cards)
     buy_controls = _buy_controls(body, cards)
     keyed_number = None
@@ -265,6 +282,7 @@ def html_product(
     product_id = product_id or _pick(
         sources, "product_id", keyed_number or url_keyed_number(body, canonical), "html:number"
     )
+    product_id = product_id or _pick(sources, "product_id", url_item_id(canonical), "url:item-number")
     availability = normalize_availability(
         _itemprop_text(itemprops, "availability")
     ) or normalize_availability(_first(metas, "og:availability") or _first(metas, "product:availability"))
@@ -288,7 +306,9 @@ def html_product(
     material = material or _pick(sources, "material", find_composition(detail()), "html:composition")
     category = _pick(sources, "category_path", _breadcrumb(body, cards), "html:breadcrumb")
     return NormalizedProduct(
-        product_id=product_id or urlsplit(canonical).path.rstrip("/") or canonical,
+        product_id=product_id or url_key(canonical),
+        # The key before the item-number rule, so a product the lake holds under it keeps it.
+        id_aliases=[url_key(canonical)] if sources.get("product_id") == "url:item-number" else [],
         url=canonical,
         platform="html",
         title=title,
@@ -343,7 +363,7 @@ _LOCAL = {
     "MX": ("MXN", r"\$"), "SG": ("SGD", r"\$"), "HK": ("HKD", r"\$"), "AR": ("ARS", r"\$"),
     "CL": ("CLP", r"\$"), "SE": ("SEK", r"(?<![^\W\d_])kr(?![^\W\d_])|\d:-"),
     "NO": ("NOK", r"(?<![^\W\d_])kr(?![^\W\d_])"), "DK": ("DKK", r"(?<![^\W\d_])kr(?![^\W\d_])"),
-    "IS": ("ISK", r"(?<![^\W\d_])kr(?![^\W\d_])"), "JP": ("JPY", r"¥|円"), "CN": ("CNY", r"¥|元"),
+    "IS": ("ISK", r"(?<![^\W\d_])kr(?![^\W\d_])"), "JP": ("JPY", r"[¥￥]|円"), "CN": ("CNY", r"[¥￥]|元"),
     "EG": ("EGP", r"(?<![^\W\d_])LE(?![^\W\d_])"), "ZA": ("ZAR", r"(?<![^\W\d_])R\s?\d"),
 }  # fmt: skip
 
@@ -458,8 +478,9 @@ def _innermost_title(element: lxml_html.HtmlElement) -> lxml_html.HtmlElement:
 def _title_element(body: lxml_html.HtmlElement) -> str | None:
     """An element whose id names the product title (one per page); else one whose class names a
     product's title (`.product-title`, `.product-name`, `.item-title`); else the page's one
-    meaningful `<h1>`; else one whose class is just "title", which also marks an upsell's or a
-    protection plan's heading (Best Buy's "Protect your cell phone")."""
+    meaningful `<h1>` (of several, the longest the page's `<title>` repeats). Not an element
+    whose class is just "title", which also marks an upsell's or a protection plan's heading
+    (Best Buy's "Protect your cell phone"): `html_product` asks for it after `og:title`."""
     for element in body.iter():
         if isinstance(element.tag, str) and _TITLE_HINT.search(element.get("id") or "") and _text(element):
             return clean_title(_text(_innermost_title(element)))
@@ -473,10 +494,15 @@ def _title_element(body: lxml_html.HtmlElement) -> str | None:
     # Several <h1> (a logo "BELTZ" and the book's name): the longest one the page's <title>
     # repeats ("12 Wege zu guter Pflege - … | BELTZ").
     document_title = _fold(body.getroottree().findtext(".//title"))
-    repeated = [h for h in headings if document_title and _fold(h) in document_title]
+    repeated = [h for h in headings if document_title and _fold(_TAG_PREFIX.sub("", h)) in document_title]
     if repeated:
         return clean_title(max(repeated, key=len))
-    return _class_title(body, _TITLE_HINT)
+    return None
+
+
+# A marketplace's tag before the name ("[삼성전자] 갤럭시S9", "【官网价直降】Apple iPhone 11"), which
+# its <title> leaves out.
+_TAG_PREFIX = re.compile(r"^\s*[\[【][^\]】]{1,30}[\]】]\s*(?=\S)")
 
 
 def _class_title(body: lxml_html.HtmlElement, hint: re.Pattern[str]) -> str | None:
@@ -535,15 +561,36 @@ def _price_text(
             if not text or _in_card(element, cards) or _other_price(element, text):
                 continue
             shown = text if len(text) <= 40 and len(_AMOUNT.findall(text)) == 1 else None
+            shown = shown or _range_low(text)
             # A price block that also shows a former, lowest-in-30-days or coupon price: the
             # amount its own attribute states (`data-price-value="32990"`, Magento's
             # `data-price-amount`), as its text writes it with a currency ("32 990 Kč").
             shown = shown or _attribute_amount(element, text)
             if not shown or not (_CODE.search(shown) or any(s in shown for s, _ in _SIGNS) or "$" in shown):
                 continue
+            if not parse_price(shown):
+                continue  # "0원": an order total before a quantity is chosen, never the price
             where = f"#{hint}" if attr == "id" else f".{hint.split()[0]}"
             return shown, f"html:price-element {element.tag}{where}"
     return None, ""
+
+
+# "¥149.00 - 159.00", "€ 20 – 35": the variants' price range a price element shows.
+_RANGE = re.compile(r"^(?P<low>\D{0,4}\d[\d.,' ]*?)\s*[-–~～]\s*(?P<high>\D{0,4}\d[\d.,' ]*\D{0,4})$")
+
+
+# The label a price block starts with ("价格 ¥ 5499.00-6799.00", "Price: $20 - $35").
+_PRICE_WORD = re.compile(r"^(?:price|preis|prix|precio|prezzo|价格|價格|価格|가격|판매가)\s*[:：]?\s*", re.I)
+
+
+def _range_low(text: str) -> str | None:
+    """The low end of a price range a price element shows, as the price to pay from (schema.org's
+    `lowPrice`), when it writes its currency and is below the high end; else None."""
+    found = _RANGE.match(_PRICE_WORD.sub("", text, count=1)) if len(text) <= 40 else None
+    if not found or not _MONEY_TEXT.fullmatch(low := found.group("low").strip()):
+        return None
+    low_amount, high_amount = parse_price(low), parse_price(found.group("high"))
+    return low if low_amount and high_amount and low_amount < high_amount else None
 
 
 _PRICE_ATTRS = ("data-price-amount", "data-price-value", "data-price", "content")
@@ -784,9 +831,13 @@ def _brand_element(body: lxml_html.HtmlElement) -> str | None:
             return clean_title(text)
         if not text:  # a brand logo: its picture's alt names it
             alt = next((clean_title(i.get("alt")) for i in element.iter("img") if i.get("alt")), None)
+            alt = _LOGO_WORD.sub("", alt or "") or None  # "아식스 로고", "Nike logo": the brand's logo
             if alt and len(alt) <= 40 and len(alt.split()) <= 4 and not _AUTHOR.search(alt):
                 return alt
     return None
+
+
+_LOGO_WORD = re.compile(r"(?i)\s*(?:logo|로고|ロゴ|标志|標誌)$")
 
 
 def _is_author(element: lxml_html.HtmlElement) -> bool:
@@ -1128,6 +1179,9 @@ _MONEY = re.compile(rf"(?:{_MONEY_SIGN})\s?\d|\d\s?(?:{_MONEY_SIGN})")
 _MONEY_TEXT = re.compile(rf"(?:{_MONEY_SIGN})\s?\d(?:[\d.,' ]*\d)?|\d(?:[\d.,' ]*\d)?\s?(?:{_MONEY_SIGN})")
 
 
+_ROW_MODIFIERS = {"odd", "even", "first", "last", "active", "selected", "current", "on"}
+
+
 def _cards(body: lxml_html.HtmlElement) -> set[lxml_html.HtmlElement]:
     """Product cards: three or more sibling elements of one tag and class, each a short block
     showing a picture and a price (a listing's items, a "recently viewed" or "bought together"
@@ -1143,7 +1197,11 @@ def _cards(body: lxml_html.HtmlElement) -> set[lxml_html.HtmlElement]:
                 and element.get("class")
                 and element.tag not in ("span", "p", "a")
             ):
-                groups.setdefault((parent, element.tag, element.get("class") or ""), []).append(element)
+                # A row's items alternate "item even first", "item odd": one class without them.
+                kind = " ".join(
+                    c for c in (element.get("class") or "").split() if c.lower() not in _ROW_MODIFIERS
+                )
+                groups.setdefault((parent, element.tag, kind), []).append(element)
     # The elements themselves, not id()s: lxml makes a new proxy for a node no one holds, so an
     # id() could name another element later; holding them keeps each node's one proxy.
     out: set[lxml_html.HtmlElement] = set()

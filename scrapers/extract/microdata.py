@@ -12,7 +12,7 @@ from typing import Any
 
 from lxml import html as lxml_html
 
-from lookbench_live.scrapers.extract.values import absolute_url
+from lookbench_live.scrapers.extract.values import absolute_url, shown_text
 
 MAX_DEPTH = 24  # nested items deeper than this are not product data
 _URL_ATTRS = {"a": "href", "area": "href", "link": "href", "img": "src", "audio": "src", "embed": "src",
@@ -102,4 +102,6 @@ def _value(element: lxml_html.HtmlElement, url: str) -> Any:
         return element.get("value").strip()
     if tag == "time" and element.get("datetime"):
         return element.get("datetime").strip()
+    if "name" in (element.get("itemprop") or "").split():
+        return shown_text(element)
     return " ".join(element.text_content().split())

@@ -28,8 +28,9 @@ from urllib.parse import urlsplit
 
 from lxml import html as lxml_html
 
+from lookbench_live.scrapers.extract.conventions import other_than_product
 from lookbench_live.scrapers.extract.model import NormalizedProduct
-from lookbench_live.scrapers.extract.values import absolute_url, clean_title, parse_price
+from lookbench_live.scrapers.extract.values import absolute_url, clean_title, parse_price, url_key
 
 # --------------------------------------------------------------------------- Twitter card
 
@@ -46,7 +47,7 @@ def twitter_card_product(metas: dict[str, list[str]], url: str, canonical: str, 
     from lookbench_live.scrapers.extract.html_fallback import currencies_written, currency_of
 
     og_type = (metas.get("og:type") or [""])[0].lower()
-    if og_type and "product" not in og_type:
+    if other_than_product(og_type):
         return None  # an article or a video the page says it is, as for the visible page
     titles = [t for t in (clean_title(v) for v in metas.get("twitter:title", [])) if t]
     price_text = None
@@ -72,7 +73,7 @@ def twitter_card_product(metas: dict[str, list[str]], url: str, canonical: str, 
     if images:
         sources["image"] = "meta:twitter:image"
     return NormalizedProduct(
-        product_id=urlsplit(canonical).path.rstrip("/") or canonical,
+        product_id=url_key(canonical),
         url=canonical,
         platform="html",
         title=title,

@@ -44,6 +44,7 @@ from lookbench_live.scrapers.extract.values import (
     normalize_brand,
     parse_price,
     title_color,
+    url_item_id,
     without_site_name,
 )
 
@@ -296,6 +297,12 @@ def _fill_from_meta(
             product.id_aliases = list(dict.fromkeys([*product.id_aliases, product.product_id]))
             product.product_id = code
             product.sources["product_id"] = "html:code"
+    item_number = url_item_id(product.product_id) if product.sources.get("product_id") == "url" else None
+    if item_number:
+        # No id in the markup: the item number the URL ends in. The URL-path key stays an alias.
+        product.id_aliases = list(dict.fromkeys([*product.id_aliases, product.product_id]))
+        product.product_id = item_number
+        product.sources["product_id"] = "url:item-number"
     if not product.images and body is not None:
         # Neither the markup nor `og:image` names a picture: the one the page's gallery shows
         # (a lazy-loaded `data-src` behind a `data:` placeholder, a lightbox link to the full size).
@@ -674,7 +681,9 @@ def _breadcrumbs(nodes: list[dict[str, Any]]) -> list[str]:
             names = []
             for element in elements:
                 name = _crumb_name(element)
-                if clean_title(name):
+                # A label cut short ("See more Best ChoiceProducts Outdoor Wicker Patio Furni...")
+                # links to a page (eBay's catalog product); no category is named so.
+                if clean_title(name) and not clean_title(name).endswith(("...", "…")):
                     names.append(clean_title(name))
             first = next((e for e in elements if clean_title(_crumb_name(e))), {})
             home = names and (
@@ -762,7 +771,8 @@ def _opengraph_product(
     varying = _varying(tree)
     path_id = urlsplit(canonical).path.rstrip("/") or canonical
     legacy_id = metas.first("product:retailer_item_id") or path_id
-    product_id = _identifier(metas.first("product:retailer_item_id")) or path_id
+    # No retailer id: the item number the URL ends in; the path key stays an alias.
+    product_id = _identifier(metas.first("product:retailer_item_id")) or url_item_id(path_id) or path_id
     return NormalizedProduct(
         product_id=product_id,
         id_aliases=[legacy_id] if legacy_id != product_id else [],

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 from typing import Any
-from urllib.parse import parse_qs, urljoin, urlsplit
+from urllib.parse import parse_qs, parse_qsl, urljoin, urlsplit
 
 # Locales whose prices are written "1.234,56": a lone "." followed by exactly three digits
 # is a thousands separator there ("$3.499" in Colombia is three thousand four hundred).
@@ -264,15 +264,95 @@ def normalize_brand(value: Any, index: dict[str, dict[str, Any]] | None = None) 
     return clean_title(value)
 
 
+# A page served by one script for every item (`/item.htm?id=562283240178`,
+# `/DetailView/Item.asp?goodsCode=1155357080`, `/product.php?id=7`): its path names no item,
+# the query parameter does.
+_SCRIPT_PAGE = re.compile(r"(?i)^[a-z_]{1,24}\.(?:html?|php|aspx?|jsp|do|cgi)$")
+_ID_PARAM = re.compile(
+    r"(?i)^(?:id|item_?(?:id|no|code)|goods_?(?:code|no|id)|product_?(?:id|no|code)|prod_?id|pid|sku)$"
+)
+_ID_VALUE = re.compile(r"(?=[\w-]*\d)[A-Za-z0-9][\w-]{2,40}")
+
+
+def url_key(url: str) -> str:
+    """The key of a product whose page states no id: its URL's path (`/products/linen-shirt`),
+    or, when the path is one script serving every item, the value of the query parameter that
+    names the item (`/item.htm?id=562283240178` is "562283240178"; the bare path would give every
+    item of the site one key). Otherwise the URL itself."""
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
+    if _SCRIPT_PAGE.fullmatch(path.rsplit("/", 1)[-1]) or not path:
+        for name, value in parse_qsl(parts.query):
+            if _ID_PARAM.fullmatch(name) and _ID_VALUE.fullmatch(value):
+                return value
+    return path or url
+
+
+_ITEM_SEGMENT = re.compile(r"(?P<id>[A-Za-z]{0,2}\d{6,20})(?:\.html?)?")
+
+
+def url_item_id(url: str) -> str | None:
+    """The item number a marketplace URL ends in (`/item/32993251330.html`, `/item/m73194523815`,
+    `/itm/123456789012`): a last path segment of six digits or more, after at most two letters.
+    A slug (`/products/linen-shirt-42`) names no number alone."""
+    segment = urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1]
+    found = _ITEM_SEGMENT.fullmatch(segment)
+    return found.group("id") if found else None
+
+
+# The classes sites give text that only screen readers read (eBay's "Details about" before a
+# title in `<span class="g-hdn">`, Bootstrap's `sr-only`, WordPress's `screen-reader-text`).
+_READER_ONLY = {"g-hdn", "sr-only", "visually-hidden", "visuallyhidden", "screen-reader-text", "a11y-hidden"}
+
+
+def shown_text(element: Any) -> str:
+    """An element's text as the page shows it: without the text of a descendant hidden from
+    view (a screen-reader-only class, the `hidden` attribute, `display:none`). For a name: a
+    hidden part of a price can be the whole amount the visible parts split."""
+    parts: list[str] = []
+
+    def walk(node: Any, top: bool) -> None:
+        if not top and isinstance(node.tag, str) and _hidden(node):
+            if node.tail:
+                parts.append(node.tail)
+            return
+        if isinstance(node.tag, str) and node.text:
+            parts.append(node.text)
+        for child in node:
+            walk(child, False)
+        if not top and node.tail:
+            parts.append(node.tail)
+
+    walk(element, True)
+    return " ".join("".join(parts).split())
+
+
+def _hidden(node: Any) -> bool:
+    if node.get("hidden") is not None or node.tag in ("script", "style", "template"):
+        return True
+    if _READER_ONLY & set((node.get("class") or "").lower().split()):
+        return True
+    return re.search(r"display\s*:\s*none", node.get("style") or "", re.I) is not None
+
+
+_BARE_HOST = re.compile(
+    r"(?i)(?:[a-z0-9-]+\.)+(?!(?:jpe?g|png|gif|webp|avif|svg|bmp|tiff?|html?|php|aspx?|jsp|css|js|json|xml)/)"
+    r"[a-z]{2,6}/"
+)
+
+
 def absolute_url(value: Any, base: str | None) -> str | None:
     if not isinstance(value, str):
         return None
     value = value.strip()
     if not value or value.startswith(("data:", "javascript:", "blob:")):
         return None
-    if value.startswith("//"):
+    if value.startswith("//") or _BARE_HOST.match(value):
+        # "//cdn.example.com/a.jpg", or the same written without its slashes
+        # ("sitem.ssgcdn.com/17/27/53/item/…_i1_1200.jpg" in SSG's JSON-LD): another host, not a
+        # path under the page's (a file name's extension is no top-level domain).
         scheme = urlsplit(base).scheme if base else "https"
-        return f"{scheme or 'https'}:{value}"
+        return f"{scheme or 'https'}://{value.removeprefix('//')}"
     if base:
         return urljoin(base, value)
     return value if urlsplit(value).scheme in ("http", "https") else None

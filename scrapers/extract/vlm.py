@@ -27,10 +27,9 @@ import unicodedata
 import uuid
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from lookbench_live.scrapers.extract.model import Extraction, NormalizedProduct, Problem
-from lookbench_live.scrapers.extract.values import parse_price
+from lookbench_live.scrapers.extract.values import parse_price, url_key
 
 if TYPE_CHECKING:
     from lookbench_live.config import AnnotationSettings
@@ -92,7 +91,7 @@ def complete_with_vlm(
     if extraction.products:
         _fill(extraction.products[0], facts)
     elif answer.get("page_kind") == "product" and facts.get("title") and facts.get("price") is not None:
-        path = urlsplit(url).path.rstrip("/") or url
+        path = url_key(url)
         extraction.products.append(
             NormalizedProduct(
                 product_id=path,
