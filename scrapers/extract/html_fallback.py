@@ -111,7 +111,12 @@ _TITLE_HINT = re.compile(r"(?i)product[-_ ]?(?:title|name)|^title$|item[-_ ]?tit
 _PRODUCT_TITLE_CLASS = re.compile(
     r"(?i)product[-_ ]?(?:title|name)|item[-_ ]?title|pdp[-_ ]?title|main[-_]title"
 )
-_PRICE_HINT = re.compile(r"(?i)price|preis|prix|precio|prezzo")
+# "price" in the languages shops name their classes in (Dutch "prijs", Polish and Czech "cena",
+# Portuguese "preco", Turkish "fiyat", Indonesian "harga", Japanese "kakaku", Chinese "jiage",
+# Scandinavian "pris" as a whole word: never "enterprise" or "prism").
+_PRICE_HINT = re.compile(
+    r"(?i)price|preis|prix|precio|prezzo|prijs|cena|pre[cç]o|fiyat|harga|kakaku|jiage|(?<![a-z])pris(?![a-z])"
+)
 _NOT_PRICE = re.compile(
     r"(?i)list|old|was|strike|rrp|uvp|save|saving|shipping|delivery|per[-_]?unit|basket|cart|range|"
     r"hidden|secondary|compare|before|origin"
@@ -561,7 +566,7 @@ def _price_text(
             if not text or _in_card(element, cards) or _other_price(element, text):
                 continue
             shown = text if len(text) <= 40 and len(_AMOUNT.findall(text)) == 1 else None
-            shown = shown or _range_low(text)
+            shown = shown or _range_low(text) or _reader_price(element)
             # A price block that also shows a former, lowest-in-30-days or coupon price: the
             # amount its own attribute states (`data-price-value="32990"`, Magento's
             # `data-price-amount`), as its text writes it with a currency ("32 990 Kč").
@@ -573,6 +578,22 @@ def _price_text(
             where = f"#{hint}" if attr == "id" else f".{hint.split()[0]}"
             return shown, f"html:price-element {element.tag}{where}"
     return None, ""
+
+
+# Screen-reader copies of a price whose visible parts are split ("$", "19", ".", "99").
+_READER_PRICE = {"a-offscreen", "sr-only", "visually-hidden", "visuallyhidden", "screen-reader-text"}
+
+
+def _reader_price(element: lxml_html.HtmlElement) -> str | None:
+    """The whole amount a price element gives screen readers (Amazon's `<span class="a-offscreen">
+    $19.99</span>` beside the visible `<span class="a-price-whole">19</span>…`), when its text
+    is one amount with a currency."""
+    for inner in element.iterdescendants():
+        if isinstance(inner.tag, str) and _READER_PRICE & set((inner.get("class") or "").split()):
+            text = _text(inner)
+            if _MONEY_TEXT.fullmatch(text):
+                return text
+    return None
 
 
 # "¥149.00 - 159.00", "€ 20 – 35": the variants' price range a price element shows.

@@ -212,3 +212,42 @@ def test_a_host_written_without_its_slashes_is_another_host():
     base = "https://www.ssg.com/item/itemView.ssg"
     assert absolute_url("images/a.jpg", base) == "https://www.ssg.com/item/images/a.jpg"
     assert absolute_url("photo.jpg/x", base) == "https://www.ssg.com/item/photo.jpg/x"
+
+
+# --------------------------------------------------------------------------- price elements
+
+
+def test_a_price_split_for_display_is_read_from_its_screen_reader_copy():
+    split = (
+        '<span class="a-price" data-a-size="xl"><span class="a-offscreen">$19.99</span>'
+        '<span aria-hidden="true"><span class="a-price-symbol">$</span><span class="a-price-whole">19'
+        '<span class="a-price-decimal">.</span></span><span class="a-price-fraction">99</span></span></span>'
+    )
+    page = _shop(
+        f'<span id="productTitle">Cotton Tee</span><div id="corePrice_feature_div">{split}</div>'
+        '<input type="submit" id="add-to-cart-button" value="Add to Cart">',
+        lang="en-US",
+    )
+    (product,) = _products(page, "https://www.amazon.com/dp/B000000001")
+    assert (product.title, product.price, product.currency) == ("Cotton Tee", Decimal("19.99"), "USD")
+    # A struck copy is the former price: no price, so no product.
+    struck = split.replace('class="a-price"', 'class="a-price a-text-price" data-a-strike="true"')
+    page = _shop(f'<span id="productTitle">Cotton Tee</span><div>{struck}</div><button>Add to Cart</button>')
+    assert _products(page, "https://shop.example.com/p/tee") == []
+
+
+@pytest.mark.parametrize(
+    ("klass", "shown", "lang", "price"),
+    [("produkt-cena", "129,00 zł", "pl-PL", "129.00"), ("product-prijs", "€ 24,95", "nl-NL", "24.95"),
+     ("produto-preco", "R$ 59,90", "pt-BR", "59.90"), ("pris", "249 kronor", "sv-SE", "249")],
+)  # fmt: skip
+def test_a_price_class_in_the_shops_language_names_the_price(klass, shown, lang, price):
+    page = _shop(f'<h1>Sweater</h1><div class="{klass}">{shown}</div><button>Add to cart</button>', lang=lang)
+    (product,) = _products(page, "https://shop.example/p/sweater")
+    assert product.price == Decimal(price)
+
+
+def test_pris_inside_another_word_names_no_price():
+    # Before the <h1>: no header price either.
+    page = _shop('<div class="enterprise-banner">€ 24,95</div><h1>Sweater</h1><button>Add to cart</button>')
+    assert _products(page, "https://shop.example/p/sweater") == []
