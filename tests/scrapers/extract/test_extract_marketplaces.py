@@ -7,31 +7,18 @@ rule keep the old one as an alias, tested on a lake written before."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
+from corpus_pages import corpus_page, page_products
 
-from lookbench_live.scrapers.extract import decode_body, extract_document
+from lookbench_live.scrapers.extract import decode_body
 from lookbench_live.scrapers.extract.conventions import other_than_product
 from lookbench_live.scrapers.extract.html_fallback import currency_of
 from lookbench_live.scrapers.extract.values import absolute_url, url_item_id, url_key
 from lookbench_live.scrapers.items import CrawlItem
 from lookbench_live.scrapers.pipelines import LakePipeline
 from lookbench_live.warehouse.lake import Lake
-
-CORPUS = Path(__file__).parents[2] / "corpus"
-
-
-def _page(name: str) -> tuple[str, str]:
-    payload = next((CORPUS / "payloads").glob(name + ".*"))
-    url = json.loads((CORPUS / "expected" / f"{name}.json").read_text(encoding="utf-8"))["url"]
-    return decode_body(payload.read_bytes()), url
-
-
-def _products(text: str, url: str):
-    return extract_document(text, url, looks=False).products
 
 
 def _shop(body: str, head: str = "", lang: str = "ko") -> str:
@@ -44,29 +31,29 @@ def _shop(body: str, head: str = "", lang: str = "ko") -> str:
 def test_a_korean_product_header_is_the_pages_product():
     # Gmarket: `og:type` "g-favorites:item" (an app's own type), "상품번호 : 1155357080" that the
     # URL's `goodsCode` keys by, and the price right after the <h1> written "19,900원".
-    text, url = _page("webglass_gmarket-gourmet-hotdog")
-    (product,) = _products(text, url)
+    text, url = corpus_page("webglass_gmarket-gourmet-hotdog")
+    (product,) = page_products(text, url)
     assert product.title == "오플 CJ제일제당 고메핫도그 4봉 24개"
     assert (product.price, product.currency, product.product_id) == (Decimal("19900"), "KRW", "1155357080")
     assert product.sources["product_id"] == "html:number"
     # The Samsung page's first <h1> is the site's logo; the product's is the one its <title>
     # repeats once the marketplace's "[삼성전자]" tag is set aside. The "gmarketcard" tooltip is
     # no brand element ("market" is not the German "Marke").
-    text, url = _page("webglass_gmarket-galaxy-s9")
-    (product,) = _products(text, url)
+    text, url = corpus_page("webglass_gmarket-galaxy-s9")
+    (product,) = page_products(text, url)
     assert product.title == "[삼성전자] 최종혜택가868.480원자급제폰 갤럭시S9/S9+사은품증정"
     assert (product.price, product.currency, product.brand) == (Decimal("868480"), "KRW", None)
 
 
 def test_a_website_og_type_does_not_veto_a_page_that_shows_a_product():
     # Coupang and Musinsa write `og:type` "website" on every page, product pages too.
-    text, url = _page("semi_coupang-tamsasu-water")
-    (product,) = _products(text, url)
+    text, url = corpus_page("semi_coupang-tamsasu-water")
+    (product,) = page_products(text, url)
     # Its `og:title`, not an option box's heading of class "title" ("개당 용량 × 총 수량"), and the
     # price to pay, not the struck "origin-price" 11,900원.
     assert (product.title, product.price, product.currency) == ("탐사수", Decimal("8390"), "KRW")
-    text, url = _page("msclone_musinsa-asics-gel-1130")
-    (product,) = _products(text, url)
+    text, url = corpus_page("msclone_musinsa-asics-gel-1130")
+    (product,) = page_products(text, url)
     assert (product.price, product.currency, product.brand) == (
         Decimal("99000"),
         "KRW",
@@ -82,12 +69,12 @@ def test_a_website_og_type_does_not_veto_a_page_that_shows_a_product():
 def test_an_article_or_a_listing_is_still_no_product():
     header = '<h1>Autumn coats</h1><p class="price">129,000원</p><button>장바구니 담기</button>'
     article = _shop(header, head='<meta property="og:type" content="article">')
-    assert _products(article, "https://shop.example.kr/story/autumn") == []
+    assert page_products(article, "https://shop.example.kr/story/autumn") == []
     # The header's bare "장바구니" (the cart) link is on every page: no buy control, no product.
     cart_link = _shop('<h1>Autumn coats</h1><p class="price">129,000원</p><a href="/cart">장바구니</a>')
-    assert _products(cart_link, "https://shop.example.kr/autumn") == []
+    assert page_products(cart_link, "https://shop.example.kr/autumn") == []
     buy = _shop('<h1>Wool Coat</h1><p class="price">129,000원</p><button>장바구니 담기</button>')
-    (product,) = _products(buy, "https://shop.example.kr/goods/wool-coat")
+    (product,) = page_products(buy, "https://shop.example.kr/goods/wool-coat")
     assert (product.title, product.price, product.currency) == ("Wool Coat", Decimal("129000"), "KRW")
 
 
@@ -104,7 +91,7 @@ def test_a_zero_total_is_never_the_price():
         '<h1>Hot Dog 24</h1><p id="coreTotalPriceP">총 상품금액 0원</p>'
         '<p class="price">19,900원</p><button>바로구매</button>'
     )
-    (product,) = _products(page, "https://shop.example.kr/goods/hotdog")
+    (product,) = page_products(page, "https://shop.example.kr/goods/hotdog")
     assert product.price == Decimal("19900")
 
 
@@ -112,8 +99,8 @@ def test_a_zero_total_is_never_the_price():
 
 
 def test_a_price_range_gives_its_low_end():
-    text, url = _page("ogs_taobao-acrylic-keyboard-case")  # "¥149.00 - 159.00", shown as UTF-8
-    (product,) = _products(text, url)
+    text, url = corpus_page("ogs_taobao-acrylic-keyboard-case")  # "¥149.00 - 159.00", shown as UTF-8
+    (product,) = page_products(text, url)
     assert (product.title, product.price) == (
         "乳白亚克力外壳 60%键盘外壳 poker外壳无加强筋底壳透光外壳",
         Decimal("149.00"),
@@ -121,20 +108,20 @@ def test_a_price_range_gives_its_low_end():
     assert product.currency is None  # "¥" on a .com host with no language: the yen or the yuan
     # Tmall: "价格 ¥ 5499.00-6799.00"; the shop's ranking list ("item even first", "item odd")
     # is product cards, so its "￥4499.00" is another product's.
-    text, url = _page("ogs_tmall-iphone-11")
-    (product,) = _products(text, url)
+    text, url = corpus_page("ogs_tmall-iphone-11")
+    (product,) = page_products(text, url)
     assert (product.price, product.brand) == (Decimal("5499.00"), "Apple/苹果")
     for shown, price in (("$20 - $35", "20"), ("€ 20 – 35", "20"), ("Price: $20 - $35", "20")):
         page = _shop(
             f'<h1>Tee</h1><span class="price">{shown}</span><button>Add to cart</button>', lang="en-US"
         )
-        assert _products(page, "https://shop.example.com/p/tee")[0].price == Decimal(price)
+        assert page_products(page, "https://shop.example.com/p/tee")[0].price == Decimal(price)
 
 
 @pytest.mark.parametrize("shown", ["$35 - $20", "10% - 50,220", "20 - 35"])
 def test_no_low_end_from_a_falling_pair_a_percentage_or_bare_numbers(shown):
     page = _shop(f'<h1>Tee</h1><span class="price">{shown}</span><button>Add to cart</button>', lang="en-US")
-    assert _products(page, "https://shop.example.com/p/tee") == []
+    assert page_products(page, "https://shop.example.com/p/tee") == []
 
 
 # --------------------------------------------------------------------------- keys
@@ -154,17 +141,17 @@ def test_an_item_number_the_url_ends_in_is_the_key_and_the_path_an_alias():
     assert url_item_id("https://jp.mercari.com/item/m73194523815") == "m73194523815"
     assert url_item_id("https://shop.example/products/linen-shirt-42") is None
     assert url_item_id("https://shop.example/p/12345") is None  # five digits: a size, a year, a page
-    text, url = _page("shokandon_mercari-jp-lumix-fx77")
-    (product,) = _products(text, url)
+    text, url = corpus_page("shokandon_mercari-jp-lumix-fx77")
+    (product,) = page_products(text, url)
     assert (product.product_id, product.id_aliases) == ("m73194523815", ["/item/m73194523815"])
-    text, url = _page("ogs_aliexpress-he-iphone-se")
-    (product,) = _products(text, url)
+    text, url = corpus_page("ogs_aliexpress-he-iphone-se")
+    (product,) = page_products(text, url)
     assert (product.product_id, product.id_aliases) == ("32993251330", ["/item/32993251330.html"])
 
 
 def test_a_lake_that_holds_the_path_key_keeps_it(tmp_path):
-    text, url = _page("shokandon_mercari-jp-lumix-fx77")
-    (product,) = _products(text, url)
+    text, url = corpus_page("shokandon_mercari-jp-lumix-fx77")
+    (product,) = page_products(text, url)
     old_id = "/item/m73194523815"  # the key the rules before this round gave
     lake = Lake(tmp_path / "lake")
     first_seen = dt.datetime(2026, 10, 1, tzinfo=dt.UTC)
@@ -184,8 +171,8 @@ def test_a_lake_that_holds_the_path_key_keeps_it(tmp_path):
 
 
 def test_a_names_screen_reader_text_is_not_part_of_it():
-    text, url = _page("ogs_ebay-com-wicker-sofa-2016")  # <span class="g-hdn">Details about</span>
-    (product,) = _products(text, url)
+    text, url = corpus_page("ogs_ebay-com-wicker-sofa-2016")  # <span class="g-hdn">Details about</span>
+    (product,) = page_products(text, url)
     assert product.title == "Outdoor Wicker Patio Furniture Sofa 3 Seater Luxury Comfort Brown Wicker Couch"
     # The breadcrumb's "See more Best ChoiceProducts … Furni..." links to a catalog page.
     assert product.category_path == [
@@ -193,7 +180,7 @@ def test_a_names_screen_reader_text_is_not_part_of_it():
     ]  # fmt: skip
     offer = '<span itemprop="offers" itemscope itemtype="https://schema.org/Offer"><meta itemprop="price" content="10"><meta itemprop="priceCurrency" content="EUR"></span>'
     hidden_name = f'<div itemscope itemtype="https://schema.org/Product"><span itemprop="name" style="display:none">Wool Hat</span>{offer}</div>'
-    (product,) = _products(_shop(hidden_name, lang="en"), "https://shop.example/p/hat")
+    (product,) = page_products(_shop(hidden_name, lang="en"), "https://shop.example/p/hat")
     assert product.title == "Wool Hat"  # the property's own element hidden: still its value
 
 
@@ -206,8 +193,8 @@ def test_a_stored_page_reencoded_as_utf8_is_read_as_utf8_and_real_gbk_as_gbk():
 
 
 def test_a_host_written_without_its_slashes_is_another_host():
-    text, url = _page("ssgssak_ssg-kerastase-ciment-thermique")
-    (product,) = _products(text, url)
+    text, url = corpus_page("ssgssak_ssg-kerastase-ciment-thermique")
+    (product,) = page_products(text, url)
     assert product.images[0] == "https://sitem.ssgcdn.com/17/27/53/item/1000026532717_i1_1200.jpg"
     base = "https://www.ssg.com/item/itemView.ssg"
     assert absolute_url("images/a.jpg", base) == "https://www.ssg.com/item/images/a.jpg"
@@ -228,12 +215,12 @@ def test_a_price_split_for_display_is_read_from_its_screen_reader_copy():
         '<input type="submit" id="add-to-cart-button" value="Add to Cart">',
         lang="en-US",
     )
-    (product,) = _products(page, "https://www.amazon.com/dp/B000000001")
+    (product,) = page_products(page, "https://www.amazon.com/dp/B000000001")
     assert (product.title, product.price, product.currency) == ("Cotton Tee", Decimal("19.99"), "USD")
     # A struck copy is the former price: no price, so no product.
     struck = split.replace('class="a-price"', 'class="a-price a-text-price" data-a-strike="true"')
     page = _shop(f'<span id="productTitle">Cotton Tee</span><div>{struck}</div><button>Add to Cart</button>')
-    assert _products(page, "https://shop.example.com/p/tee") == []
+    assert page_products(page, "https://shop.example.com/p/tee") == []
 
 
 @pytest.mark.parametrize(
@@ -243,11 +230,11 @@ def test_a_price_split_for_display_is_read_from_its_screen_reader_copy():
 )  # fmt: skip
 def test_a_price_class_in_the_shops_language_names_the_price(klass, shown, lang, price):
     page = _shop(f'<h1>Sweater</h1><div class="{klass}">{shown}</div><button>Add to cart</button>', lang=lang)
-    (product,) = _products(page, "https://shop.example/p/sweater")
+    (product,) = page_products(page, "https://shop.example/p/sweater")
     assert product.price == Decimal(price)
 
 
 def test_pris_inside_another_word_names_no_price():
     # Before the <h1>: no header price either.
     page = _shop('<div class="enterprise-banner">€ 24,95</div><h1>Sweater</h1><button>Add to cart</button>')
-    assert _products(page, "https://shop.example/p/sweater") == []
+    assert page_products(page, "https://shop.example/p/sweater") == []
