@@ -257,7 +257,7 @@ def start_local_api() -> None:
     from pathlib import Path
 
     from prefect.server.api import server as api
-    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+    from prefect.settings import PREFECT_API_URL, PREFECT_HOME, PREFECT_SERVER_EPHEMERAL_ENABLED
 
     if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
         return
@@ -275,8 +275,6 @@ def start_local_api() -> None:
     # Bound, not listening: until uvicorn listens on it (ready to answer), a health check is
     # refused and retried rather than left waiting in the backlog; and without SO_REUSEADDR no
     # other socket can bind the port meanwhile.
-    from prefect.settings import PREFECT_HOME
-
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
     fd = listener.fileno()

@@ -52,11 +52,17 @@ def warm_up() -> None:
 def decode_body(body: bytes, content_type: str | None = None) -> str:
     """Bytes to text: BOM, then the Content-Type charset, then `<meta charset>`, then sniffing
     (unknown charset names fall through), as Scrapy's TextResponse does (docs/reliability.md S10)."""
+    import codecs
+
     from w3lib.encoding import html_body_declared_encoding, html_to_unicode, http_content_type_encoding
 
     header = content_type if content_type else None
     encoding, text = html_to_unicode(header, body)
-    if http_content_type_encoding(header) is None and html_body_declared_encoding(body) == encoding:
+    if (
+        codecs.lookup(encoding).name != "utf-8"  # the common case: nothing to read again
+        and http_content_type_encoding(header) is None
+        and html_body_declared_encoding(body) == encoding
+    ):
         # A stored page re-encoded as UTF-8 that kept its `<meta charset="gbk">`: the declared
         # charset cannot read its bytes, which are valid UTF-8 (text in GBK, Shift_JIS or
         # Latin-1 with bytes above 127 is almost never valid UTF-8 by chance).

@@ -96,6 +96,7 @@ from lookbench_live.scrapers.extract.conventions import (
 from lookbench_live.scrapers.extract.model import NormalizedProduct
 from lookbench_live.scrapers.extract.page_extras import sold_status, stock_words
 from lookbench_live.scrapers.extract.values import (
+    READER_ONLY,
     absolute_url,
     clean_title,
     color_value,
@@ -580,16 +581,12 @@ def _price_text(
     return None, ""
 
 
-# Screen-reader copies of a price whose visible parts are split ("$", "19", ".", "99").
-_READER_PRICE = {"a-offscreen", "sr-only", "visually-hidden", "visuallyhidden", "screen-reader-text"}
-
-
 def _reader_price(element: lxml_html.HtmlElement) -> str | None:
     """The whole amount a price element gives screen readers (Amazon's `<span class="a-offscreen">
     $19.99</span>` beside the visible `<span class="a-price-whole">19</span>…`), when its text
     is one amount with a currency."""
     for inner in element.iterdescendants():
-        if isinstance(inner.tag, str) and _READER_PRICE & set((inner.get("class") or "").split()):
+        if isinstance(inner.tag, str) and READER_ONLY & set((inner.get("class") or "").lower().split()):
             text = _text(inner)
             if _MONEY_TEXT.fullmatch(text):
                 return text

@@ -301,8 +301,19 @@ def url_item_id(url: str) -> str | None:
 
 
 # The classes sites give text that only screen readers read (eBay's "Details about" before a
-# title in `<span class="g-hdn">`, Bootstrap's `sr-only`, WordPress's `screen-reader-text`).
-_READER_ONLY = {"g-hdn", "sr-only", "visually-hidden", "visuallyhidden", "screen-reader-text", "a11y-hidden"}
+# title in `<span class="g-hdn">`, Bootstrap's `sr-only`, WordPress's `screen-reader-text`,
+# Amazon's `a-offscreen` whole price beside its split visible parts).
+READER_ONLY = frozenset(
+    {
+        "g-hdn",
+        "sr-only",
+        "visually-hidden",
+        "visuallyhidden",
+        "screen-reader-text",
+        "a11y-hidden",
+        "a-offscreen",
+    }
+)
 
 
 def shown_text(element: Any) -> str:
@@ -330,7 +341,7 @@ def shown_text(element: Any) -> str:
 def _hidden(node: Any) -> bool:
     if node.get("hidden") is not None or node.tag in ("script", "style", "template"):
         return True
-    if _READER_ONLY & set((node.get("class") or "").lower().split()):
+    if READER_ONLY & set((node.get("class") or "").lower().split()):
         return True
     return re.search(r"display\s*:\s*none", node.get("style") or "", re.I) is not None
 
