@@ -70,6 +70,15 @@ _CONTENT = (
 )
 
 
+_MARKUP_OR_PRICE = (
+    "descendant-or-self::*[@itemprop or contains(translate(@class, 'PRICE', 'price'), 'price')]"
+)
+_HOLDS_FACTS = (
+    ".//h1|.//*[@itemprop or @itemscope]|.//*[contains(translate(@class, 'BREADCUM', 'breadcum'), 'breadcrumb')"
+    " or contains(translate(@id, 'BREADCUM', 'breadcum'), 'breadcrumb')]"
+)
+
+
 def _page_chrome(element: lxml_html.HtmlElement) -> bool:
     """A site's header, footer or navigation: not one inside the main content or a product, not
     one named for the product, and not a breadcrumb (`<nav class="breadcrumb">`: the category path)."""
@@ -144,11 +153,14 @@ def trim(text: str, max_bytes: int) -> str:
         lambda: [_drop(e) for e in tree.xpath("//ul[count(li) > 15]|//ol[count(li) > 15]")],
         # Hidden blocks, but not one holding the page's gallery: Amazon marks its image block
         # aria-hidden while its script runs, and `data-old-hires` / `data-a-dynamic-image` are the
-        # main image's only copy outside the scripts.
+        # main image's only copy outside the scripts. Nor one holding markup or a price: aria-hidden
+        # is not unseen (Walmart's shown price digits, `itemprop="price"` among them, are hidden
+        # from screen readers, which read a copy).
         lambda: [
             _drop(e)
             for e in tree.xpath("//*[@aria-hidden='true']|//*[@hidden]")
             if not e.xpath(".//img[@data-old-hires or @data-a-dynamic-image]")
+            and not e.xpath(_MARKUP_OR_PRICE)
         ],
         lambda: [_drop_long_attributes(e) for e in tree.iter() if isinstance(e.tag, str)],
         lambda: [_drop(e) for e in tree.xpath(_BLOCKS)],
@@ -156,6 +168,13 @@ def trim(text: str, max_bytes: int) -> str:
         lambda: [_drop(e) for e in tree.xpath("//*[starts-with(@id, 'a-popover-')]")],
         lambda: [
             _drop(e) for e in tree.xpath("//input[@type='hidden']|//form//ul|//table[count(.//tr) > 12]")
+        ],
+        # Pages laid out on YUI's grids (before HTML5) name the site's header and footer `#hd` /
+        # `#ft` (the content is `#bd`); kept when it holds the product's heading, markup or crumbs.
+        lambda: [
+            _drop(e)
+            for e in tree.xpath("//*[@id='hd' or @id='ft']")
+            if _page_chrome(e) and not e.xpath(_HOLDS_FACTS)
         ],
     ]
     for element in tree.iter():  # whitespace runs left by the removed elements

@@ -6,7 +6,7 @@ records which one ("itemprop", "meta", "html:title-element", "html:price-element
 (the marketplace rules of `page_extras` add to some below: a price element by `data-testid`, a
 sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
 
-- title: a loose `itemprop="name"`; an element whose id names a product title (`#productTitle`;
+- title (a price element inside the heading is no part of it): a loose `itemprop="name"`; an element whose id names a product title (`#productTitle`;
   inside a title group such as Amazon's `#productTitleGroupAnchor`, the innermost title or
   `<h1>` in it); the page's only meaningful `<h1>`; an element whose class names one; `og:title`.
 - price: a loose `itemprop="price"`; the first element whose id (then, failing that, class) names
@@ -22,7 +22,8 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
 - currency: `itemprop="priceCurrency"`, else the sign or code written in that price text
   (€ EUR, £ GBP, CHF…; a sign several currencies write — "$", "kr", "¥", "LE" — only where the
   page names its market: its language tag's region, "en-US" USD, "en-EG" EGP, "sv-SE" SEK, else
-  its host's country-code domain, `.se`, `.ca`; never `.com` or `.co`), else
+  its URL path's store locale, "/us/", "/en-ca/", else its host's country-code domain, `.se`,
+  `.ca`; never `.com` or `.co`), else
   the Amazon marketplace's currency (amazon.com USD, .co.uk GBP, .de EUR, .ca CAD, .com.br BRL,
   .co.jp JPY…) when the price text names no other and, for a dollar marketplace, writes "$"
   (source `url:marketplace`).
@@ -43,6 +44,7 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   ("SKU: …", "Item #: …", "Art.-Nr.: …", "ASIN: …": after the URL, as a Kindle page's first
   labelled id is the print edition's ISBN); an element named for a code whose value the URL keys
   by; a short element "Nr 262708" whose number the URL keys by (`conventions.url_keyed_number`).
+  A product keyed by any of these keeps its URL key as an alias (a lake that holds it keeps it).
 - availability: `itemprop="availability"`, `og:availability`, else the text of an element whose
   id/class names availability or stock (Amazon's `.availGreen`) ("In Stock", "Auf Lager", "En
   stock", "Em stock", "Ausverkauft", "Indisponible"…; never "In stock soon", "Notify me…"), an
@@ -59,8 +61,11 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   element that states nothing but a composition (Amazon's bullet "100% recycled polyester"),
   then a composition with a known fibre in the page's text. Field text has its leftover
   character references undone and UTF-8 misread as Windows-1252 repaired.
-- category: the links of the first breadcrumb element (Amazon's `#wayfinding-breadcrumbs`), at
-  least two, a leading "Home" dropped ("‹ Back to results" is no path).
+- category: the links of the first breadcrumb element (Amazon's `#wayfinding-breadcrumbs`, an
+  `itemprop="breadcrumb"`), at least two, a leading home dropped by its name ("Home") or its link
+  ("/"), a trail held twice read once; a crumb naming or linking to search results, "Back",
+  "See all …" or cut short is no category ("‹ Back to results" is no path). A structured product
+  that names no category takes the same (`page_breadcrumb`).
 
 A product is made only when the page shows a title and a price and is a product page: a buy
 button or form (add to cart / basket / bag, "In den Warenkorb", "Ajouter au panier",
@@ -81,6 +86,7 @@ import functools
 import html as html_module
 import json
 import re
+from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -94,7 +100,7 @@ from lookbench_live.scrapers.extract.conventions import (
     url_keyed_number,
 )
 from lookbench_live.scrapers.extract.model import NormalizedProduct
-from lookbench_live.scrapers.extract.page_extras import sold_status, stock_words
+from lookbench_live.scrapers.extract.page_extras import home_crumb, search_crumb, sold_status, stock_words
 from lookbench_live.scrapers.extract.values import (
     READER_ONLY,
     absolute_url,
@@ -106,6 +112,7 @@ from lookbench_live.scrapers.extract.values import (
     parse_price,
     url_item_id,
     url_key,
+    without_color_code,
 )
 
 _TITLE_HINT = re.compile(r"(?i)product[-_ ]?(?:title|name)|^title$|item[-_ ]?title|pdp[-_ ]?title")
@@ -180,7 +187,7 @@ _BRAND_TEXT = re.compile(
 )
 _AUTHOR = re.compile(r"(?i)^(?:by|von|de|par|di|door)\s|\(|:|\d")
 _ID_LABEL = re.compile(
-    r"(?im)(?:^|\s)(?:sku|upc|ean|gtin|mpn|isbn(?:-1[03])?|item\s*(?:#|no\.?|number)|art\.?-?nr\.?|"
+    r"(?im)(?:^|\s)(?:sku|upc|ean|gtin|mpn|isbn(?:-1[03])?|item\s*(?:#|no\.?|number)|art\.?-?nr\.?|art\.\s?no\.?|"
     r"artikelnummer|asin|product code|style\s*#|r[ée]f(?:[ée]rence)?\.?|referencia|c[óo]digo|"
     r"kod produktu)\s*[:#]?\s*"
     r"(?P<id>(?=[\w-]*\d)[A-Z0-9][A-Z0-9_-]{3,30})\b"
@@ -313,8 +320,9 @@ def html_product(
     category = _pick(sources, "category_path", _breadcrumb(body, cards), "html:breadcrumb")
     return NormalizedProduct(
         product_id=product_id or url_key(canonical),
-        # The key before the item-number rule, so a product the lake holds under it keeps it.
-        id_aliases=[url_key(canonical)] if sources.get("product_id") == "url:item-number" else [],
+        # The page's URL key, which identifier rules added since (the item number, "Art.No.")
+        # replace: a product the lake holds under it keeps that key (`pipelines`).
+        id_aliases=[url_key(canonical)] if product_id and product_id != url_key(canonical) else [],
         url=canonical,
         platform="html",
         title=title,
@@ -374,12 +382,24 @@ _LOCAL = {
 }  # fmt: skip
 
 
+_COUNTRY_SEGMENTS = frozenset({"us", "au", "nz", "sg", "hk", "mx"})
+
+
 def market_region(lang: str | None, url: str | None) -> str | None:
     """The country a page sells in, as it states it: its language tag's region ("en-EG" EG),
-    else its host's country-code domain ("shop.example.se" SE); None when it states none."""
+    else its URL path's locale ("/us/", "/en-gb/"), else its host's country-code domain
+    ("shop.example.se" SE); None when it states none."""
     found = re.fullmatch(r"[A-Za-z]{2,3}[-_]([A-Za-z]{2})", (lang or "").strip())
     if found:
         return found.group(1).upper()
+    # A store's locale in its path (`adidas.com/us/…`, `uniqlo.com/us/en/…`, `/en-us/`): a
+    # language-country pair, or a bare segment that can only be a country (not "ca": Catalan).
+    for segment in urlsplit(url or "").path.lower().split("/")[1:3]:
+        pair = re.fullmatch(r"[a-z]{2}[-_]([a-z]{2})", segment)
+        if pair:
+            return pair.group(1).upper()
+        if segment in _COUNTRY_SEGMENTS:
+            return segment.upper()
     host = urlsplit(url or "").netloc.lower().split(":")[0]
     tld = host.rsplit(".", 1)[-1] if "." in host else ""
     return tld.upper() if len(tld) == 2 and tld != "co" else None
@@ -459,8 +479,20 @@ def _text(element: lxml_html.HtmlElement) -> str:
 def _heading_text(element: lxml_html.HtmlElement) -> str:
     """A heading's words: its parts joined by a space ("<a>Maison Francis Kurkdjian</a><span>Gentle
     Fluidity Gold</span>" is two phrases, not "KurkdjianGentle"). Only for headings: a price's
-    parts ("649<span>.</span>00") must stay joined."""
-    return " ".join(" ".join(element.itertext()).split())
+    parts ("649<span>.</span>00") must stay joined. A price the heading holds is no part of the
+    name (H&M's `<h1>Bomber Jacket <span class="price">$24.99 $39.99</span></h1>`)."""
+    words: list[str] = []
+
+    def walk(node: lxml_html.HtmlElement) -> None:
+        if node is not element and isinstance(node.tag, str) and _PRICE_HINT.search(_hint(node)):
+            return  # the tail after it is the heading's
+        words.append(node.text or "")
+        for child in node:
+            walk(child)
+            words.append(child.tail or "")
+
+    walk(element)
+    return " ".join(" ".join(words).split())
 
 
 def _innermost_title(element: lxml_html.HtmlElement) -> lxml_html.HtmlElement:
@@ -579,6 +611,18 @@ def _price_text(
             where = f"#{hint}" if attr == "id" else f".{hint.split()[0]}"
             return shown, f"html:price-element {element.tag}{where}"
     return None, ""
+
+
+def page_price(
+    body: lxml_html.HtmlElement, lang: str | None, url: str
+) -> tuple[Decimal, str | None, str] | None:
+    """The price the page's own price element shows (the fallback's rules, product cards left
+    out) and its currency when the text names one: (price, currency or None, source)."""
+    text, source = _price_text(body, {}, _cards(body))
+    price = parse_price(text, lang=lang) if text else None
+    if not text or not price:
+        return None
+    return price, currency_of(text, lang, url) or marketplace_currency(url, text), source
 
 
 def _reader_price(element: lxml_html.HtmlElement) -> str | None:
@@ -838,6 +882,8 @@ def _brand_element(body: lxml_html.HtmlElement) -> str | None:
     for element in body.iter():
         if not isinstance(element.tag, str) or not _BRAND_HINT.search(_hint(element)):
             continue
+        if _SHARE_HINT.search(_hint(element)):  # Amazon's "tell-a-friend-byline": its text is "Share"
+            continue
         text = _text(element)
         if text and _is_author(element):
             continue
@@ -855,6 +901,7 @@ def _brand_element(body: lxml_html.HtmlElement) -> str | None:
     return None
 
 
+_SHARE_HINT = re.compile(r"(?i)share|tell-?a-?friend|social")
 _LOGO_WORD = re.compile(r"(?i)\s*(?:logo|로고|ロゴ|标志|標誌)$")
 
 
@@ -1042,10 +1089,15 @@ def _field_color(fields: list[tuple[str, str, bool]]) -> str | None:
     or in a table cell any one-word name ("Color" | "Backsteinrot"); never a sentence or a
     message ("Colour: To view this video download Flash Player")."""
     for label, value, cell in fields:
+        value = without_color_code(value)
         if not _COLOR_LABEL.match(label) or re.search(r"[\d{}<>()]", value):
             continue
         value = re.split(r"\s+(?:[A-ZÄÖÜ][^\W\d_]*\s?){1,3}:\s", value)[0].strip(" /;,.")
         words = value.split()
+        half = len(words) // 2
+        if half and words[:half] == words[half:]:  # "Black Black": the chosen colour, then its one option
+            words = words[:half]
+            value = " ".join(words)
         if not words or len(words) > 4:
             continue
         if color_value(value) or all(color_value(w) for w in re.split(r"\s*[/&,+]\s*", value) if w):
@@ -1125,17 +1177,28 @@ def _breadcrumb(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) 
     of the first element named for one, at least two, a leading "Home" dropped. One link alone
     ("‹ Back to search results") is no path."""
     for element in body.iter():
-        if not isinstance(element.tag, str) or not _BREADCRUMB_HINT.search(_hint(element)):
+        if not isinstance(element.tag, str):
             continue
-        if _in_card(element, cards):
+        # schema.org's `WebPage.breadcrumb` (Costco's `<ul class="crumbs" itemprop="breadcrumb">`)
+        named = _BREADCRUMB_HINT.search(_hint(element)) or element.get("itemprop") == "breadcrumb"
+        if not named or _in_card(element, cards):
             continue
-        links = [clean_title(_text(a)) for a in element.iter("a")]
-        links = [t for t in links if t]
-        if links and _HOME.match(links[0]):
-            links = links[1:]
+        crumbs = [(clean_title(_text(a)), a.get("href")) for a in element.iter("a")]
+        crumbs = [(t, href) for t, href in crumbs if t and not search_crumb(t, href)]
+        if crumbs and (_HOME.match(crumbs[0][0]) or home_crumb(crumbs[0][1])):
+            crumbs = crumbs[1:]  # the site's home, by name or by its link ("Target" → "/")
+        links = [t for t, _ in crumbs]
+        half = len(links) // 2
+        if len(links) % 2 == 0 and links[:half] == links[half:]:
+            links = links[:half]  # one element holding the trail twice (a desktop and a mobile copy)
         if len(links) >= 2:
             return links
     return None
+
+
+def page_breadcrumb(body: lxml_html.HtmlElement) -> list[str] | None:
+    """The category path the page's own breadcrumb element shows (see `_breadcrumb`)."""
+    return _breadcrumb(body, _cards(body))
 
 
 def _stock_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> str | None:
@@ -1210,9 +1273,10 @@ def _cards(body: lxml_html.HtmlElement) -> set[lxml_html.HtmlElement]:
         if not isinstance(parent.tag, str):
             continue
         for element in parent:  # siblings: a row of cards shares its parent
+            # A list's items need no class (H&M's `<ul id="recommended-products-list"><li>`).
             if (
                 isinstance(element.tag, str)
-                and element.get("class")
+                and (element.get("class") or element.tag == "li")
                 and element.tag not in ("span", "p", "a")
             ):
                 # A row's items alternate "item even first", "item odd": one class without them.

@@ -72,8 +72,16 @@ def _item(element: lxml_html.HtmlElement, url: str, depth: int) -> dict[str, Any
         if value in (None, ""):
             continue
         for name in (prop.get("itemprop") or "").split():
+            # schema.org's property names start lower-case; a template's `itemprop="Color"`
+            # (Walmart) means `color`. Full URLs (`http://schema.org/color`) stay as written.
+            if name[:1].isupper() and ":" not in name:
+                name = name[:1].lower() + name[1:]
             if name in item and name not in ("@type", "@context", "@id"):
-                item[name] = (item[name] if isinstance(item[name], list) else [item[name]]) + [value]
+                known = item[name] if isinstance(item[name], list) else [item[name]]
+                # A value stated again (a `<meta itemprop="name">` beside the `<h1 itemprop="name">`,
+                # the currency beside each of a sale and a standard price) is one value, not two.
+                if value not in known:
+                    item[name] = [*known, value]
             else:
                 item[name] = value
     return item

@@ -10,8 +10,14 @@ Small readers, each for one way a page states a fact, called by `schema_org` and
 - `stock_words`: Japanese stock words ("在庫あり" in stock, "在庫なし" / "品切れ" / "売り切れ" out).
 - `attribute_product_id`: the one `data-product-id` / `data-productid` value of a page whose
   structured data states no id, when the canonical URL's path names the same id.
+- `markup_url_id`: the one sku / productID the page's markup states when the canonical URL's
+  path has it too (Target's second Product item and `…/A-52062126`).
 - `microdata_breadcrumbs`: a microdata `BreadcrumbList` (read like a JSON-LD one).
 - `home_crumb`: a breadcrumb's first link to the site's home page ("/", "/no/") is no category.
+- `search_crumb`: a crumb naming or linking to search results, "Back", "See all …" or cut short
+  is no category.
+- `fill_stated`: for a page's one structured product, the id (above), stock, category from the
+  page's breadcrumb element, and the price its price element shows when the markup has no offer.
 - `shown_sale_price`: the price the page charges when the structured price is the one the page
   shows struck through as the former price.
 
@@ -146,6 +152,23 @@ def attribute_product_id(tree: lxml_html.HtmlElement, canonical: str) -> str | N
     return value if value and value in segments else None
 
 
+def markup_url_id(tree: lxml_html.HtmlElement, canonical: str) -> str | None:
+    """The one sku / productID the page's markup states (Target's `<meta itemprop="sku">` in a
+    second Product item beside the shown one) when the canonical URL also has it as a part of its
+    path (`…/-/A-52062126`): two statements of the same id. Several values (recommended products'
+    markup) are no answer."""
+    values = {
+        (element.get("content") or " ".join(element.text_content().split())).strip()
+        for element in tree.iter()
+        if isinstance(element.tag, str) and element.get("itemprop") in ("sku", "productID")
+    } - {""}
+    if len(values) != 1:
+        return None
+    value = values.pop()
+    parts = set(re.split(r"[/\-_.]", urlsplit(canonical).path))
+    return value if re.fullmatch(r"(?=[\w-]*\d)[\w-]{3,40}", value) and value in parts else None
+
+
 # --------------------------------------------------------------------------- breadcrumbs
 
 
@@ -168,6 +191,37 @@ def home_crumb(item: Any) -> bool:
         return False
     parts = urlsplit(link.strip())
     return not parts.query and bool(_HOME_PATH.match(parts.path))
+
+
+# A shopper's search, not a category: a crumb named for the results ("Home › Search Results ›
+# Oven Mitt" on Williams Sonoma) or linking to a search for typed words. A search URL that
+# filters by category (`/search?category=4`, Suruga-ya's category pages) is a category.
+_SEARCH_QUERY = re.compile(r"(?i)(?:^|&)(?:q|query|keywords?|words|searchterm|search_query)=")
+_SEARCH_NAME = re.compile(
+    r"(?i)^(?:search results?|results|suchergebnisse?|résultats(?: de (?:la )?recherche)?|resultados(?: de (?:la )?búsqueda)?|"
+    r"risultati(?: della ricerca)?|zoekresultaten)$"
+)
+
+
+# Links in a trail that name no category: a way back, a link to all of a category's items
+# (Walmart's "See all Car Seats" after "Car Seats"), a label cut short ("See more Size 10 - PUMA
+# RS-Dreamer x J. Cole Aquarius 2...": eBay's catalog product).
+_NO_CATEGORY = re.compile(
+    r"(?i)^(?:[‹«<←]\s*)?(?:back\b|see (?:all|more)\b|view all\b|shop all\b)|(?:\.\.\.|…)$"
+)
+
+
+def search_crumb(name: Any, item: Any) -> bool:
+    """Whether a breadcrumb names no category: search results (the shopper's path: named for the
+    results or linking to a search for typed words), a way back, "See all …", a label cut short."""
+    link = (item.get("@id") or item.get("url")) if isinstance(item, dict) else item
+    if isinstance(name, str) and (
+        _SEARCH_NAME.match(" ".join(name.split())) or _NO_CATEGORY.search(name.strip())
+    ):
+        return True
+    if not isinstance(link, str) or not link.strip():
+        return False
+    return bool(_SEARCH_QUERY.search(urlsplit(link.strip()).query))
 
 
 # --------------------------------------------------------------------------- sale price
@@ -209,7 +263,7 @@ def fill_stated(
     page itself: the id a `data-product-id` and the URL both state (the URL-path key stays an
     alias), the stock a stock element shows, the sale price the page charges. Never invents."""
     if product.sources.get("product_id") == "url":
-        stated = attribute_product_id(tree, canonical)
+        stated = attribute_product_id(tree, canonical) or markup_url_id(tree, canonical)
         if stated:
             product.id_aliases = list(dict.fromkeys([*product.id_aliases, product.product_id]))
             product.product_id = stated
@@ -223,6 +277,24 @@ def fill_stated(
         product.availability = page_stock(body)
         if product.availability:
             product.sources["availability"] = "html:availability-element"
+    if not product.category_path:
+        from lookbench_live.scrapers.extract.html_fallback import page_breadcrumb
+
+        product.category_path = page_breadcrumb(body) or []
+        if product.category_path:
+            product.sources["category_path"] = "html:breadcrumb"
+    if product.price is None and product.price_max is None:
+        # Markup with no offer (GODIVA's microdata Product: name, image, productID): the price
+        # the page's own price element shows.
+        from lookbench_live.scrapers.extract.html_fallback import page_price
+
+        shown = page_price(body, lang, canonical)
+        if shown is not None:
+            product.price, product.price_max = shown[0], shown[0]
+            product.sources["price"] = shown[2]
+            if product.currency is None and shown[1]:
+                product.currency = shown[1]
+                product.sources["currency"] = shown[2]
     if product.price is not None:
         sale = shown_sale_price(body, product.price, lang)
         if sale is not None:

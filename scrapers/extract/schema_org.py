@@ -29,6 +29,7 @@ from lookbench_live.scrapers.extract.page_extras import (
     fill_stated,
     home_crumb,
     microdata_breadcrumbs,
+    search_crumb,
     twitter_card_product,
 )
 from lookbench_live.scrapers.extract.values import (
@@ -118,7 +119,27 @@ def extract_schema_org(
     elif len(out.products) == 1:
         _fill_from_meta(out.products[0], tree, metas, url, lang)
         fill_stated(out.products[0], tree, canonical, lang)
+        if page_text is None:
+            _fill_from_fields(out.products[0], tree, varying)
     return out
+
+
+def _fill_from_fields(
+    product: NormalizedProduct, tree: lxml_html.HtmlElement, varying: frozenset[str]
+) -> None:
+    """The colour and material fields of a page whose markup holds several product items (Walmart's
+    second Product for another seller's offer): once one is the page's product, the fields its
+    page states are its own ("Color" | "Black" in the specification table). Never a field the
+    shopper chooses (`varying`)."""
+    text = _page_text(tree)
+    if not product.color and "color" not in varying:
+        product.color = find_color(text)
+        if product.color:
+            product.sources["color"] = "html:field"
+    if not product.material and "material" not in varying:
+        product.material = find_material(None, text)
+        if product.material:
+            product.sources["material"] = "html:field"
 
 
 _FACT_FIELDS = ("title", "brand", "price", "currency", "availability", "color", "material", "images")
@@ -653,6 +674,10 @@ def _offer_values(
 def _category(value: Any) -> list[str]:
     if value is None:
         return []
+    # A category stated as a link (GODIVA's `<a itemprop="category" href=…>`: microdata reads an
+    # `<a>` as its URL) names no category; the page's breadcrumb may.
+    if any(isinstance(v, str) and re.match(r"(?i)https?://", v.strip()) for v in _as_list(value)):
+        return []
     if isinstance(value, list):
         out = [c for c in (clean_title(v.get("name") if isinstance(v, dict) else v) for v in value) if c]
         return out
@@ -679,11 +704,10 @@ def _breadcrumbs(nodes: list[dict[str, Any]]) -> list[str]:
                 key=lambda e: int(e.get("position") or 0) if str(e.get("position") or 0).isdigit() else 0,
             )
             names = []
+            elements = [e for e in elements if not search_crumb(_crumb_name(e), e.get("item"))]
             for element in elements:
                 name = _crumb_name(element)
-                # A label cut short ("See more Best ChoiceProducts Outdoor Wicker Patio Furni...")
-                # links to a page (eBay's catalog product); no category is named so.
-                if clean_title(name) and not clean_title(name).endswith(("...", "…")):
+                if clean_title(name):
                     names.append(clean_title(name))
             first = next((e for e in elements if clean_title(_crumb_name(e))), {})
             home = names and (
@@ -842,6 +866,9 @@ def _without_brand(title: str | None, brand: str | None) -> str | None:
     return title
 
 
+_MENUS = "//nav[not(ancestor::main or ancestor::article)]|//*[@role='navigation' or @role='menu' or @role='menubar']"
+
+
 def _page_text(tree: lxml_html.HtmlElement) -> str | None:
     """The page's visible text for labelled colour and material fields. A variant `<select>` is
     a choice the shopper makes, not what the page states: it is left out with its options, the
@@ -860,6 +887,10 @@ def _page_text(tree: lxml_html.HtmlElement) -> str | None:
     for label in body.iter("label"):
         if label.get("for") in ids:
             choice.update(label.iter())
+    # The site's menus are no field of this product (Crate & Barrel's "Outdoor Furniture by
+    # Material" | "Metal" | "Wood" in its top navigation).
+    for menu in body.xpath(_MENUS):
+        choice.update(menu.iter())
     parts = []
     for element in body.iter():
         if element.tag in ("script", "style", "noscript") or not isinstance(element.tag, str):

@@ -412,6 +412,12 @@ _LABEL_LINE = re.compile(
 _COLOR_LINE = re.compile(rf"(?i)(?:^|(?<=\s))(?:{_COLOR_LABEL})\s*(?P<colon>:)?\s*(?P<value>[^\n]*)$")
 _PCT_FIRST = re.compile(r"(\d{1,3}(?:[.,]\d+)?)\s*%\s*([^\W\d_]+(?:[ -][^\W\d_]+)?)", re.UNICODE)
 _PCT_LAST = re.compile(r"([^\W\d_]+(?:[ -][^\W\d_]+)?)\s+(\d{1,3}(?:[.,]\d+)?)\s*%", re.UNICODE)
+# A part inside or under the garment ("Internal material: textile", "Fill material: Polyester",
+# "Sole material", "Futtermaterial"): not what the product is made of.
+_INNER_PART = re.compile(
+    r"(?i)(?:internal|inner|interior|lining|sole|insole|outsole|fill|filling|padding|innen|futter|sohle|"
+    r"doublure|semelle|forro|suela|fodera|suola)\s*$"
+)
 _SUB_LABEL = re.compile(r"^[^\W\d_][^:\d\n]{0,30}:\s*")  # "Oberseite:", "Shell:", "Außenmaterial:"
 _NEXT_LABEL = re.compile(r"\s+(?:[A-ZÄÖÜ][^\W\d_]*\s?){1,3}:\s.*$")  # "… Lining: Cotton 100%"
 
@@ -483,10 +489,12 @@ def _labelled_material(text: str, *, bare: bool) -> str | None:
     lines = [line.strip() for line in text.splitlines()]
     for index, line in enumerate(lines):
         match = _LABEL_LINE.search(line)
-        if not match:
+        if not match or _INNER_PART.search(line[: match.start("label")]):
             continue
         value, alone = match.group("value").strip(), False
         if not value:  # "Material" alone on its line: the value is the next line
+            if line[: match.start()].strip(" -•·*("):
+                continue  # a sentence that ends in the word ("Made with sunlight resistant materials")
             following = [v for v in lines[index + 1 : index + 4] if v and not _LABEL_LINE.match(v)]
             value = following[0] if following else ""
             alone = match.start() == 0
@@ -496,6 +504,8 @@ def _labelled_material(text: str, *, bare: bool) -> str | None:
         if not value or len(value) > 100:
             continue
         if not bare and _parts(value) and 99 <= sum(p for p, _ in _parts(value)) <= 101:
+            if _prose(value):  # "This premium knit cardigan is made from 100% top quality …"
+                continue
             return value
         if not bare and not _parts(value) and _mentions_material(value) and len(value.split()) <= 8:
             return value
@@ -514,6 +524,14 @@ def _labelled_material(text: str, *, bare: bool) -> str | None:
         ):
             return value
     return None
+
+
+def _prose(value: str) -> bool:
+    """A sentence that mentions a composition rather than states one: more than four words
+    beside its percentages and the word after each ("made from 100% top quality extra fine
+    Merino wool"), where a field reads "100% cotton" or "Made of 100% cotton"."""
+    rest = re.sub(r"\d{1,3}(?:[.,]\d+)?\s*%\s*[^\W\d_]*", " ", value)
+    return len(re.findall(r"[^\W\d_]+", rest)) > 4
 
 
 def find_material(*texts: str | None) -> str | None:
@@ -540,6 +558,13 @@ def find_material(*texts: str | None) -> str | None:
     return None
 
 
+def without_color_code(value: str) -> str:
+    """A colour name without the shop's colour number before it (Uniqlo's "69 NAVY"), when the
+    rest is a colour of the vocabulary; any other value as it is."""
+    coded = re.fullmatch(r"\d{1,4}\s+(\D+)", value)
+    return coded.group(1) if coded and color_value(coded.group(1)) else value
+
+
 def find_color(*texts: str | None) -> str | None:
     """Colour a text states in a field ("Color: Navy", "Farbe: multicolor/multicolor", or
     "Colour" on its own line followed by the value), as written."""
@@ -556,7 +581,7 @@ def find_color(*texts: str | None) -> str | None:
                 value = next((v for v in lines[index + 1 : index + 3] if v and not _COLOR_LINE.match(v)), "")
             elif not match.group("colon") and not _all_colors(value):
                 continue
-            value = _tidy(_NEXT_LABEL.sub("", value))
+            value = without_color_code(_tidy(_NEXT_LABEL.sub("", value)))
             if value and len(value) <= 40 and len(value.split()) <= 5 and not re.search(r"[\d{}<>()]", value):
                 return value
     return None

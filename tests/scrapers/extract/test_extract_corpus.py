@@ -142,8 +142,9 @@ def test_corpus_is_real_sized_and_documented():
     assert {p.name.rsplit(".", 1)[0] for p in payloads} == expected
     assert all(p.stat().st_size < 200_000 for p in payloads)
     # 5 MB until issue 27's visible-page pages (Amazon pages trimmed to ~100 kB each) grew the dev split;
-    # 8 MB until its marketplace round (eBay, Flipkart, Mercado Libre and more pages, ~150 kB each).
-    assert sum(p.stat().st_size for p in payloads) < 10_000_000
+    # 8 MB until its marketplace round (eBay, Flipkart, Mercado Libre and more pages, ~150 kB each);
+    # 10 MB until its storefront round (15 pages of the held-out split's kinds, ~80 kB each).
+    assert sum(p.stat().st_size for p in payloads) < 12_000_000
     splits = [
         json.loads(p.read_text(encoding="utf-8")).get("split", "dev")
         for p in (CORPUS / "expected").glob("*.json")
@@ -196,7 +197,9 @@ def test_every_payload_names_its_public_source_and_none_is_excluded():
 # category-arrow rules after it 861/926 = 93.0%, messy 657/722 = 91.0%, the floor since.
 # Fifth round (marketplaces and shared conventions): dev 897/926 = 96.9%, messy 693/722 = 96.0%,
 # the floor since; held-out unchanged.
-FLOORS = {"dev": (0.968, 0.959), "heldout": (0.82, 0.75)}
+# Sixth round (storefronts of the held-out split's kinds: 15 dev pages, scored 84/116 before any
+# rule for them): dev 1009/1039 = 97.1%, messy 805/835 = 96.4%, the floor since; held-out unchanged.
+FLOORS = {"dev": (0.971, 0.964), "heldout": (0.82, 0.75)}
 
 
 @pytest.mark.parametrize("split", SPLITS)

@@ -45,3 +45,34 @@ def test_a_variant_select_goes_with_its_label():
     text = lxml_html.document_fromstring(_trim()(PAGE, max_bytes=1)).text_content()
     assert not any(word in text for word in ("Farbe:", "Größe:", "Bitte wählen", "Blau"))
     assert "49,95 €" in text
+
+
+def test_an_aria_hidden_price_stays_hidden_chrome_goes():
+    # Walmart hides its shown price digits from screen readers (which read a copy): the digits,
+    # `itemprop="price"` among them, are what a shopper sees. A hidden menu is dropped.
+    page = (
+        '<html><body><div class="menu" aria-hidden="true">' + "<a>Shop all departments</a>" * 200 + "</div>"
+        '<h1 itemprop="name">Booster Seat</h1><span aria-hidden="true" class="Price-group">'
+        '<span class="Price-characteristic" itemprop="price" content="37.30">37</span></span>'
+        "</body></html>"
+    )
+    tree = lxml_html.document_fromstring(_trim()(page, max_bytes=2_000))
+    assert tree.xpath("//*[@itemprop='price']/@content") == ["37.30"]
+    assert "Shop all departments" not in tree.text_content()
+
+
+def test_a_yui_page_header_goes_unless_it_holds_the_product():
+    # Pages on YUI grids (before HTML5) name the site's header and footer `#hd` / `#ft`.
+    menu = "<li><a href='/c'>Bedding & Bath Store</a></li>" * 300
+    page = (
+        f"<html><body><div id='hd'><ul>{menu}</ul></div>"
+        "<div id='bd'><h1>Dream Man Arm Pillow</h1><span class='price'>$28.49</span></div>"
+        f"<div id='ft'><p>{'Help ' * 500}</p></div></body></html>"
+    )
+    tree = lxml_html.document_fromstring(_trim()(page, max_bytes=2_000))
+    assert not tree.xpath("//*[@id='hd' or @id='ft']")
+    assert tree.findtext(".//h1") == "Dream Man Arm Pillow"
+    # A header that holds the product's heading is the product's: kept.
+    page = page.replace("<div id='hd'><ul>", "<div id='hd'><h1>Sale</h1><ul>")
+    tree = lxml_html.document_fromstring(_trim()(page, max_bytes=2_000))
+    assert tree.xpath("//*[@id='hd']")
