@@ -44,7 +44,8 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   ("SKU: …", "Item #: …", "Art.-Nr.: …", "ASIN: …": after the URL, as a Kindle page's first
   labelled id is the print edition's ISBN); an element named for a code whose value the URL keys
   by; a short element "Nr 262708" whose number the URL keys by (`conventions.url_keyed_number`).
-  A product keyed by any of these keeps its URL key as an alias (a lake that holds it keeps it).
+  "Art.No. 77-3066" after the other labels. A product keyed by the URL's item number or an
+  "Art.No." (rules added after the lake's first products) keeps its URL key as an alias.
 - availability: `itemprop="availability"`, `og:availability`, else the text of an element whose
   id/class names availability or stock (Amazon's `.availGreen`) ("In Stock", "Auf Lager", "En
   stock", "Em stock", "Ausverkauft", "Indisponible"…; never "In stock soon", "Notify me…"), an
@@ -100,7 +101,12 @@ from lookbench_live.scrapers.extract.conventions import (
     url_keyed_number,
 )
 from lookbench_live.scrapers.extract.model import NormalizedProduct
-from lookbench_live.scrapers.extract.page_extras import home_crumb, search_crumb, sold_status, stock_words
+from lookbench_live.scrapers.extract.page_extras import (
+    crumb_path,
+    no_category_crumb,
+    sold_status,
+    stock_words,
+)
 from lookbench_live.scrapers.extract.values import (
     READER_ONLY,
     absolute_url,
@@ -110,6 +116,7 @@ from lookbench_live.scrapers.extract.values import (
     material_value,
     normalize_availability,
     parse_price,
+    textile_fibre,
     url_item_id,
     url_key,
     without_color_code,
@@ -187,11 +194,15 @@ _BRAND_TEXT = re.compile(
 )
 _AUTHOR = re.compile(r"(?i)^(?:by|von|de|par|di|door)\s|\(|:|\d")
 _ID_LABEL = re.compile(
-    r"(?im)(?:^|\s)(?:sku|upc|ean|gtin|mpn|isbn(?:-1[03])?|item\s*(?:#|no\.?|number)|art\.?-?nr\.?|art\.\s?no\.?|"
+    r"(?im)(?:^|\s)(?:sku|upc|ean|gtin|mpn|isbn(?:-1[03])?|item\s*(?:#|no\.?|number)|art\.?-?nr\.?|"
     r"artikelnummer|asin|product code|style\s*#|r[ée]f(?:[ée]rence)?\.?|referencia|c[óo]digo|"
     r"kod produktu)\s*[:#]?\s*"
     r"(?P<id>(?=[\w-]*\d)[A-Z0-9][A-Z0-9_-]{3,30})\b"
 )
+_ART_NO_LABEL = re.compile(
+    r"(?im)(?:^|\s)art\.\s?no\.?\s*[:#]?\s*(?P<id>(?=[\w-]*\d)[A-Z0-9][A-Z0-9_-]{3,30})\b"
+)
+_NEWER_ID_SOURCES = frozenset({"url:item-number", "html:label-art-no"})
 _OUT = re.compile(
     r"(?i)out of stock|sold out|not available|unavailable|currently unavailable|ausverkauft|"
     r"nicht (?:verfügbar|lieferbar)|épuisé|rupture de stock|non disponible|agotado|no disponible|"
@@ -291,6 +302,7 @@ def html_product(
     product_id = _pick(sources, "product_id", _markup_id(body, itemprops), "html:id")
     product_id = product_id or _pick(sources, "product_id", url_identifier(canonical), "url:asin")
     product_id = product_id or _pick(sources, "product_id", _labelled_id(body), "html:label")
+    product_id = product_id or _pick(sources, "product_id", _article_number(body), "html:label-art-no")
     product_id = product_id or _pick(sources, "product_id", url_confirmed_id(body, canonical), "html:code")
     product_id = product_id or _pick(
         sources, "product_id", keyed_number or url_keyed_number(body, canonical), "html:number"
@@ -317,12 +329,14 @@ def html_product(
     material = _pick(sources, "material", _field_material(fields), "html:field")
     material = material or _pick(sources, "material", _composition_element(body, cards), "html:composition")
     material = material or _pick(sources, "material", find_composition(detail()), "html:composition")
-    category = _pick(sources, "category_path", _breadcrumb(body, cards), "html:breadcrumb")
+    category = _pick(sources, "category_path", _breadcrumb(body, cards, title), "html:breadcrumb")
     return NormalizedProduct(
         product_id=product_id or url_key(canonical),
         # The page's URL key, which identifier rules added since (the item number, "Art.No.")
-        # replace: a product the lake holds under it keeps that key (`pipelines`).
-        id_aliases=[url_key(canonical)] if product_id and product_id != url_key(canonical) else [],
+        # replace: a product the lake holds under it keeps that key (`pipelines`). Not for the
+        # older rules: their products were never keyed by the URL, and a script's path
+        # (`/index.php`) is every product's.
+        id_aliases=[url_key(canonical)] if sources.get("product_id") in _NEWER_ID_SOURCES else [],
         url=canonical,
         platform="html",
         title=title,
@@ -484,7 +498,9 @@ def _heading_text(element: lxml_html.HtmlElement) -> str:
     words: list[str] = []
 
     def walk(node: lxml_html.HtmlElement) -> None:
-        if node is not element and isinstance(node.tag, str) and _PRICE_HINT.search(_hint(node)):
+        if not isinstance(node.tag, str):
+            return  # a comment (Knockout's `<!-- ko if: isNew -->`): no words; its tail is added below
+        if node is not element and _PRICE_HINT.search(_hint(node)) and _MONEY.search(_text(node)):
             return  # the tail after it is the heading's
         words.append(node.text or "")
         for child in node:
@@ -572,6 +588,11 @@ def heading_brand(body: lxml_html.HtmlElement) -> str | None:
     if len(headings) != 1:
         return None
     for element in headings[0].iterdescendants():
+        # Zappos's `<meta itemtype="brand" content="SKECHERS">` inside the `<h1>` (a template's
+        # slip for `itemprop`): the heading's own statement of the brand.
+        marked = f"{element.get('itemprop') or ''} {element.get('itemtype') or ''}".lower().split()
+        if element.tag == "meta" and "brand" in marked and clean_title(element.get("content")):
+            return clean_title(element.get("content"))
         if isinstance(element.tag, str) and _BRAND_HINT.search(_hint(element)):
             text = _text(element)
             if text and len(text) <= 60 and not _AUTHOR.search(text):
@@ -614,11 +635,23 @@ def _price_text(
 
 
 def page_price(
-    body: lxml_html.HtmlElement, lang: str | None, url: str
+    body: lxml_html.HtmlElement, lang: str | None, url: str, cards: set[lxml_html.HtmlElement] | None = None
 ) -> tuple[Decimal, str | None, str] | None:
-    """The price the page's own price element shows (the fallback's rules, product cards left
-    out) and its currency when the text names one: (price, currency or None, source)."""
-    text, source = _price_text(body, {}, _cards(body))
+    """The price a microdata Product's own element shows when its markup states no offer
+    (GODIVA's `<div itemscope itemtype=…/Product>` holding `<span class="price-sales">$51.95`),
+    by the fallback's rules (product cards left out), and its currency when the text names one:
+    (price, currency or None, source). Only inside the page's one Product element: a related
+    product's or a footer's price elsewhere on the page is not this product's."""
+    scopes = [
+        e
+        for e in body.iter()
+        if isinstance(e.tag, str)
+        and e.get("itemscope") is not None
+        and (e.get("itemtype") or "").rstrip("/").rsplit("/", 1)[-1].lower() == "product"
+    ]
+    if len(scopes) != 1:
+        return None
+    text, source = _price_text(scopes[0], {}, _cards(body) if cards is None else cards)
     price = parse_price(text, lang=lang) if text else None
     if not text or not price:
         return None
@@ -935,6 +968,12 @@ def _labelled_id(body: lxml_html.HtmlElement) -> str | None:
     return match.group("id") if match else None
 
 
+def _article_number(body: lxml_html.HtmlElement) -> str | None:
+    """H&M's "Art.No. 77-3066" (a label read since issue 27's sixth round: `html:label-art-no`)."""
+    match = _ART_NO_LABEL.search(visible_text(body))
+    return match.group("id") if match else None
+
+
 _CODE_HINT = re.compile(
     r"(?i)^(?:product[-_]?)?(?:code|sku|item[-_]?(?:no|number|code)|art(?:icle)?[-_]?(?:no|nr|number))$"
 )
@@ -1157,22 +1196,55 @@ def _field_material(fields: list[tuple[str, str, bool]]) -> str | None:
     return None
 
 
+def page_composition(body: lxml_html.HtmlElement, scope: lxml_html.HtmlElement | None = None) -> str | None:
+    """A composition an element of the page (or of `scope` in it) states alone (see
+    `_composition_element`)."""
+    return _composition_element(body if scope is None else scope, _cards(body))
+
+
+def labelled_url_id(body: lxml_html.HtmlElement, url: str) -> str | None:
+    """A labelled id ("REF. 81070185", "Item #1124604") that the URL also states, as a path part
+    or a query value (`?id=81070185`): two statements of the same id."""
+    found = _labelled_id(body)
+    if not found:
+        return None
+    parts = urlsplit(url)
+    keys = {v for pair in parts.query.split("&") for v in pair.split("=")[1:]}
+    keys |= set(re.split(r"[/\-_.]", parts.path))
+    return found if found in keys else None
+
+
 def _composition_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> str | None:
     """An element that states nothing but a composition adding up to 100% (Amazon's feature
     bullet "100% recycled polyester"): the element is the label, so the fibre need not be in the
     vocabulary. Marketing text around a percentage ("100% polyester for your best run") is more
     than a composition and does not count."""
     for element in body.iter("li", "span", "td", "dd", "p"):
-        text = _clean(_text(element)).strip(" .;")
+        text = _clean(_text(element)).strip(" .;•·*-")  # "• 63% Polyester, 33% Rayon, 4% Spandex"
         if not text or len(text) > 60 or _in_card(element, cards):
             continue
         found = find_composition(text, labelled=True)
-        if found and len(found) >= len(text) - 1:
+        if found and len(found) >= len(text) - 1 and textile_fibre(found):
             return found
     return None
 
 
-def _breadcrumb(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> list[str] | None:
+# Named for the breadcrumb but a list of products ("breadcrumb-recent": recently viewed).
+_NOT_CRUMBS = re.compile(r"(?i)recent|history|viewed")
+
+
+def _site_root(href: str | None) -> bool:
+    """A link to the site's home page itself ("/", "https://shop.example.com/"): not "#", not a
+    two-letter section ("/tv")."""
+    if not href or href.strip().startswith("#"):
+        return False
+    parts = urlsplit(href.strip())
+    return parts.path.strip("/") == "" and not parts.query
+
+
+def _breadcrumb(
+    body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement], title: str | None = None
+) -> list[str] | None:
     """The category path a breadcrumb shows (Amazon's "Clothing › Women › Dresses"): the links
     of the first element named for one, at least two, a leading "Home" dropped. One link alone
     ("‹ Back to search results") is no path."""
@@ -1181,13 +1253,19 @@ def _breadcrumb(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) 
             continue
         # schema.org's `WebPage.breadcrumb` (Costco's `<ul class="crumbs" itemprop="breadcrumb">`)
         named = _BREADCRUMB_HINT.search(_hint(element)) or element.get("itemprop") == "breadcrumb"
-        if not named or _in_card(element, cards):
+        if not named or _in_card(element, cards) or _NOT_CRUMBS.search(_hint(element)):
             continue
         crumbs = [(clean_title(_text(a)), a.get("href")) for a in element.iter("a")]
-        crumbs = [(t, href) for t, href in crumbs if t and not search_crumb(t, href)]
-        if crumbs and (_HOME.match(crumbs[0][0]) or home_crumb(crumbs[0][1])):
+        crumbs = [(t, href) for t, href in crumbs if t]
+        while crumbs and no_category_crumb(*crumbs[0]):
+            crumbs = crumbs[1:]  # a way back before the trail ("« Back")
+        if crumbs and (_HOME.match(crumbs[0][0]) or _site_root(crumbs[0][1])):
             crumbs = crumbs[1:]  # the site's home, by name or by its link ("Target" → "/")
-        links = [t for t, _ in crumbs]
+        if crumbs and title and crumbs[-1][0].casefold() == title.casefold():
+            crumbs = crumbs[:-1]  # the trail's last link is the product itself
+        links = crumb_path(crumbs)
+        if links is None:
+            continue  # a search between categories: the shopper's path, not the catalogue's
         half = len(links) // 2
         if len(links) % 2 == 0 and links[:half] == links[half:]:
             links = links[:half]  # one element holding the trail twice (a desktop and a mobile copy)
@@ -1196,9 +1274,12 @@ def _breadcrumb(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) 
     return None
 
 
-def page_breadcrumb(body: lxml_html.HtmlElement) -> list[str] | None:
-    """The category path the page's own breadcrumb element shows (see `_breadcrumb`)."""
-    return _breadcrumb(body, _cards(body))
+def page_breadcrumb(
+    body: lxml_html.HtmlElement, title: str | None, cards: set[lxml_html.HtmlElement] | None = None
+) -> list[str] | None:
+    """The category path the page's own breadcrumb element shows (see `_breadcrumb`), the
+    product's own last crumb (its title) left out."""
+    return _breadcrumb(body, _cards(body) if cards is None else cards, title)
 
 
 def _stock_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> str | None:
@@ -1223,9 +1304,14 @@ def _stock_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement
     return sold_status(body, cards)
 
 
-def page_stock(body: lxml_html.HtmlElement) -> str | None:
+def page_stock(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement] | None = None) -> str | None:
     """The stock the page's own stock element states (not a product card's)."""
-    return _stock_element(body, _cards(body))
+    return _stock_element(body, _cards(body) if cards is None else cards)
+
+
+def page_cards(body: lxml_html.HtmlElement) -> set[lxml_html.HtmlElement]:
+    """The page's product cards (see `_cards`), for callers that read several facts."""
+    return _cards(body)
 
 
 def _buy_controls(

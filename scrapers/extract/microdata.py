@@ -8,6 +8,7 @@ than through extruct because importing extruct loads rdflib, mf2py, BeautifulSou
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from lxml import html as lxml_html
@@ -110,6 +111,33 @@ def _value(element: lxml_html.HtmlElement, url: str) -> Any:
         return element.get("value").strip()
     if tag == "time" and element.get("datetime"):
         return element.get("datetime").strip()
-    if "name" in (element.get("itemprop") or "").split():
+    names = (element.get("itemprop") or "").split()
+    if "name" in names:
         return shown_text(element)
+    if {"price", "lowPrice", "highPrice"} & set(names):
+        # Mango's `<span itemprop="price">` holds the struck former price ("$79.99", class
+        # "strikethrough") before the one it charges ("$39.99"): the struck parts are no value.
+        return " ".join("".join(t for t in _unstruck_text(element)).split())
     return " ".join(element.text_content().split())
+
+
+_STRUCK = re.compile(r"(?i)strike|line-through")
+
+
+def _unstruck_text(element: lxml_html.HtmlElement) -> list[str]:
+    """The element's text without its struck-through parts (`<del>`, `<s>`, a class naming a strike)."""
+    out: list[str] = []
+
+    def walk(node: lxml_html.HtmlElement) -> None:
+        struck = node is not element and (
+            str(node.tag).lower() in ("del", "s", "strike") or _STRUCK.search(node.get("class") or "")
+        )
+        if not struck:
+            out.append(node.text or "")
+            for child in node:
+                if isinstance(child.tag, str):
+                    walk(child)
+                out.append(child.tail or "")
+
+    walk(element)
+    return out

@@ -14,8 +14,9 @@ Small readers, each for one way a page states a fact, called by `schema_org` and
   path has it too (Target's second Product item and `…/A-52062126`).
 - `microdata_breadcrumbs`: a microdata `BreadcrumbList` (read like a JSON-LD one).
 - `home_crumb`: a breadcrumb's first link to the site's home page ("/", "/no/") is no category.
-- `search_crumb`: a crumb naming or linking to search results, "Back", "See all …" or cut short
-  is no category.
+- `search_crumb`, `no_category_crumb`, `crumb_path`: a crumb naming or linking to search
+  results, "Back", "Next", "See all …" or cut short is no category; a search between categories
+  voids the trail.
 - `fill_stated`: for a page's one structured product, the id (above), stock, category from the
   page's breadcrumb element, and the price its price element shows when the markup has no offer.
 - `shown_sale_price`: the price the page charges when the structured price is the one the page
@@ -203,25 +204,42 @@ _SEARCH_NAME = re.compile(
 )
 
 
-# Links in a trail that name no category: a way back, a link to all of a category's items
+# Links in a trail that name no category: a way back ("Back", "‹ Back to results"; not "Back to
+# School"), a page of the trail ("Next"), a link to all of a category's items
 # (Walmart's "See all Car Seats" after "Car Seats"), a label cut short ("See more Size 10 - PUMA
 # RS-Dreamer x J. Cole Aquarius 2...": eBay's catalog product).
 _NO_CATEGORY = re.compile(
-    r"(?i)^(?:[‹«<←]\s*)?(?:back\b|see (?:all|more)\b|view all\b|shop all\b)|(?:\.\.\.|…)$"
+    r"(?i)^(?:[‹«<←]\s*)?(?:back(?:\s+to\s+(?:(?:search\s+)?results|search|list|overview|previous(?:\s+page)?))?$"
+    r"|(?:see (?:all|more)|view all|shop all)\b|(?:next|prev(?:ious)?)$)|(?:\.\.\.|…)$"
 )
 
 
 def search_crumb(name: Any, item: Any) -> bool:
-    """Whether a breadcrumb names no category: search results (the shopper's path: named for the
-    results or linking to a search for typed words), a way back, "See all …", a label cut short."""
+    """Whether a breadcrumb is the shopper's search (named for the results or linking to a
+    search for typed words): a trail with one between its categories is no category path."""
     link = (item.get("@id") or item.get("url")) if isinstance(item, dict) else item
-    if isinstance(name, str) and (
-        _SEARCH_NAME.match(" ".join(name.split())) or _NO_CATEGORY.search(name.strip())
-    ):
+    if isinstance(name, str) and _SEARCH_NAME.match(" ".join(name.split())):
         return True
     if not isinstance(link, str) or not link.strip():
         return False
     return bool(_SEARCH_QUERY.search(urlsplit(link.strip()).query))
+
+
+def no_category_crumb(name: Any, item: Any) -> bool:
+    """Whether a breadcrumb names no category: the shopper's search (`search_crumb`), a way back,
+    a page of the trail ("Next"), "See all …", a label cut short."""
+    return search_crumb(name, item) or (isinstance(name, str) and bool(_NO_CATEGORY.search(name.strip())))
+
+
+def crumb_path(crumbs: list[tuple[Any, Any]]) -> list[str] | None:
+    """The names of a trail's crumbs ((name, link) pairs, home and product already left out)
+    that name a category; None when a search crumb stands between two of them (the shopper's
+    path, not the catalogue's: a level would be missing)."""
+    searched = [i for i, (name, item) in enumerate(crumbs) if search_crumb(name, item)]
+    kept = [i for i, (name, item) in enumerate(crumbs) if not no_category_crumb(name, item)]
+    if kept and any(kept[0] < i < kept[-1] for i in searched):
+        return None
+    return [crumbs[i][0] for i in kept]
 
 
 # --------------------------------------------------------------------------- sale price
@@ -260,10 +278,19 @@ def fill_stated(
     product: NormalizedProduct, tree: lxml_html.HtmlElement, canonical: str, lang: str | None
 ) -> None:
     """What a page's one structured product leaves out or states as the former price, from the
-    page itself: the id a `data-product-id` and the URL both state (the URL-path key stays an
-    alias), the stock a stock element shows, the sale price the page charges. Never invents."""
+    page itself: the id a `data-product-id`, the markup or a labelled line and the URL both state
+    (the URL-path key stays an alias), the stock a stock element shows, the category its
+    breadcrumb element shows, the price its Product element shows when the markup has no offer,
+    the sale price the page charges. Never invents."""
     if product.sources.get("product_id") == "url":
-        stated = attribute_product_id(tree, canonical) or markup_url_id(tree, canonical)
+        from lookbench_live.scrapers.extract.html_fallback import labelled_url_id
+
+        body = tree.find("body")
+        stated = (
+            attribute_product_id(tree, canonical)
+            or markup_url_id(tree, canonical)
+            or (labelled_url_id(body, canonical) if body is not None else None)
+        )
         if stated:
             product.id_aliases = list(dict.fromkeys([*product.id_aliases, product.product_id]))
             product.product_id = stated
@@ -271,16 +298,15 @@ def fill_stated(
     body = tree.find("body")
     if body is None:
         return
-    if product.availability is None:
-        from lookbench_live.scrapers.extract.html_fallback import page_stock
+    from lookbench_live.scrapers.extract.html_fallback import page_breadcrumb, page_cards, page_stock
 
-        product.availability = page_stock(body)
+    cards = page_cards(body)  # read once: each rule below leaves product cards out
+    if product.availability is None:
+        product.availability = page_stock(body, cards)
         if product.availability:
             product.sources["availability"] = "html:availability-element"
     if not product.category_path:
-        from lookbench_live.scrapers.extract.html_fallback import page_breadcrumb
-
-        product.category_path = page_breadcrumb(body) or []
+        product.category_path = page_breadcrumb(body, product.title, cards) or []
         if product.category_path:
             product.sources["category_path"] = "html:breadcrumb"
     if product.price is None and product.price_max is None:
@@ -288,7 +314,7 @@ def fill_stated(
         # the page's own price element shows.
         from lookbench_live.scrapers.extract.html_fallback import page_price
 
-        shown = page_price(body, lang, canonical)
+        shown = page_price(body, lang, canonical, cards)
         if shown is not None:
             product.price, product.price_max = shown[0], shown[0]
             product.sources["price"] = shown[2]

@@ -26,10 +26,10 @@ from lookbench_live.scrapers.extract.jsonld import (
 )
 from lookbench_live.scrapers.extract.model import Extraction, NormalizedProduct, Problem, parse_datetime
 from lookbench_live.scrapers.extract.page_extras import (
+    crumb_path,
     fill_stated,
     home_crumb,
     microdata_breadcrumbs,
-    search_crumb,
     twitter_card_product,
 )
 from lookbench_live.scrapers.extract.values import (
@@ -119,27 +119,80 @@ def extract_schema_org(
     elif len(out.products) == 1:
         _fill_from_meta(out.products[0], tree, metas, url, lang)
         fill_stated(out.products[0], tree, canonical, lang)
-        if page_text is None:
-            _fill_from_fields(out.products[0], tree, varying)
+        # A page whose markup holds several product items has its fields read only when the
+        # others are fragments of this one (no name, or its name: Walmart's second Product for
+        # another seller's offer), never another product's ("bought together" with its colour).
+        chosen = (out.products[0].title or "").casefold()
+        fragments = all(
+            not clean_title(n.get("name")) or clean_title(n.get("name")).casefold() == chosen
+            for n in products
+        )
+        _fill_from_fields(
+            out.products[0],
+            tree,
+            varying,
+            read_text=page_text is None and fragments,
+            whole_page=fragments or page_text is not None,
+        )
     return out
 
 
 def _fill_from_fields(
-    product: NormalizedProduct, tree: lxml_html.HtmlElement, varying: frozenset[str]
+    product: NormalizedProduct,
+    tree: lxml_html.HtmlElement,
+    varying: frozenset[str],
+    *,
+    read_text: bool,
+    whole_page: bool,
 ) -> None:
     """The colour and material fields of a page whose markup holds several product items (Walmart's
     second Product for another seller's offer): once one is the page's product, the fields its
     page states are its own ("Color" | "Black" in the specification table). Never a field the
-    shopper chooses (`varying`)."""
-    text = _page_text(tree)
-    if not product.color and "color" not in varying:
+    shopper chooses (`varying`). Then an element that states nothing but a composition (Nordstrom's
+    bullet "100% polyester": the element is the label, the fibre need not be in the vocabulary)."""
+    text = _page_text(tree) if read_text else None
+    if text and not product.color and "color" not in varying:
         product.color = find_color(text)
         if product.color:
             product.sources["color"] = "html:field"
-    if not product.material and "material" not in varying:
+    if text and not product.material and "material" not in varying:
         product.material = find_material(None, text)
         if product.material:
             product.sources["material"] = "html:field"
+    body = tree.find("body")
+    if not product.material and "material" not in varying and body is not None:
+        from lookbench_live.scrapers.extract.html_fallback import page_composition
+
+        # With other products' items on the page, only the product's own item element is read
+        # (Ann Taylor's blazer beside its "complete the look" items).
+        scope = body if whole_page else _own_item(body, product.title)
+        product.material = page_composition(body, scope) if scope is not None else None
+        if product.material:
+            product.sources["material"] = "html:composition"
+        elif scope is not None and not whole_page:
+            # The item's own text: a composition between `<br>`s ("• 63% Polyester, 33% Rayon, 4% Spandex").
+            product.material = find_material(None, _page_text(tree, scope))
+            if product.material:
+                product.sources["material"] = "html:field"
+
+
+def _own_item(body: lxml_html.HtmlElement, title: str | None) -> lxml_html.HtmlElement | None:
+    """The one microdata Product element whose `name` is the product's title."""
+    if not title:
+        return None
+    found = [
+        e
+        for e in body.iter()
+        if isinstance(e.tag, str)
+        and e.get("itemscope") is not None
+        and (e.get("itemtype") or "").rstrip("/").rsplit("/", 1)[-1].lower() == "product"
+        and any(
+            clean_title(n.get("content") or n.text_content()) == title
+            for n in e.iter()
+            if isinstance(n.tag, str) and n.get("itemprop") == "name"
+        )
+    ]
+    return found[0] if len(found) == 1 else None
 
 
 _FACT_FIELDS = ("title", "brand", "price", "currency", "availability", "color", "material", "images")
@@ -638,6 +691,10 @@ def _offers(node: dict[str, Any]) -> list[dict[str, Any]]:
         out.append(offer)
         if "offers" in offer:
             stack.extend((o, depth + 1) for o in _as_list(offer["offers"]))
+    if not out and node.get("price") is not None and type_names(node) & PRODUCT_TYPES:
+        # An older template's Product states its price itself (Mango's `itemprop="price"` on the
+        # Product, no Offer): read as the Product's one offer.
+        out.append({k: node[k] for k in ("price", "priceCurrency", "availability") if k in node})
     return out
 
 
@@ -703,30 +760,28 @@ def _breadcrumbs(nodes: list[dict[str, Any]]) -> list[str]:
                 (e for e in _as_list(node.get("itemListElement")) if isinstance(e, dict)),
                 key=lambda e: int(e.get("position") or 0) if str(e.get("position") or 0).isdigit() else 0,
             )
-            names = []
-            elements = [e for e in elements if not search_crumb(_crumb_name(e), e.get("item"))]
-            for element in elements:
-                name = _crumb_name(element)
-                if clean_title(name):
-                    names.append(clean_title(name))
-            first = next((e for e in elements if clean_title(_crumb_name(e))), {})
-            home = names and (
-                names[0].lower() in ("home", "start", "accueil", "inicio", "startseite", "hm.com")
-                or home_crumb(first.get("item"))  # the site's root ("/", "/no/") is no category
-            )
-            if home:
-                names = names[1:]
+            elements = [e for e in elements if clean_title(_crumb_name(e))]
+            if elements and (
+                clean_title(_crumb_name(elements[0])).lower()
+                in ("home", "start", "accueil", "inicio", "startseite", "hm.com")
+                or home_crumb(elements[0].get("item"))  # the site's root ("/", "/no/") is no category
+            ):
+                elements = elements[1:]
             # The trail ends with the product itself on many sites (no link, or its name), with
-            # the deepest category on others (Otto): only the product is dropped.
-            last = elements[-1] if elements else {}
+            # the deepest category on others (Otto): only the product is dropped. Decided before
+            # the crumbs that name no category go, so a search trail never leaves the product's
+            # name as its category.
             products = {
                 clean_title(n.get("name")).casefold()
                 for n in nodes
                 if type_names(n) & PRODUCT_TYPES and clean_title(n.get("name"))
             }
-            if len(names) > 1 and (not last.get("item") or names[-1].casefold() in products):
-                names = names[:-1]
-            return names
+            last = elements[-1] if elements else {}
+            if len(elements) > 1 and (
+                not last.get("item") or clean_title(_crumb_name(last)).casefold() in products
+            ):
+                elements = elements[:-1]
+            return crumb_path([(clean_title(_crumb_name(e)), e.get("item")) for e in elements]) or []
     return []
 
 
@@ -869,12 +924,12 @@ def _without_brand(title: str | None, brand: str | None) -> str | None:
 _MENUS = "//nav[not(ancestor::main or ancestor::article)]|//*[@role='navigation' or @role='menu' or @role='menubar']"
 
 
-def _page_text(tree: lxml_html.HtmlElement) -> str | None:
-    """The page's visible text for labelled colour and material fields. A variant `<select>` is
-    a choice the shopper makes, not what the page states: it is left out with its options, the
-    table row that holds it (WooCommerce's "Color" | select + "Clear" link) and the `<label
-    for>` that names it (uniqz's "Farbe" over the next field's "Größe")."""
-    body = tree.find("body")
+def _page_text(tree: lxml_html.HtmlElement, root: lxml_html.HtmlElement | None = None) -> str | None:
+    """The page's visible text (or `root`'s) for labelled colour and material fields. A variant
+    `<select>` is a choice the shopper makes, not what the page states: it is left out with its
+    options, the table row that holds it (WooCommerce's "Color" | select + "Clear" link) and the
+    `<label for>` that names it (uniqz's "Farbe" over the next field's "Größe")."""
+    body = tree.find("body") if root is None else root
     if body is None:
         return None
     choice: set[lxml_html.HtmlElement] = set()

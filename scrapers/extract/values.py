@@ -418,6 +418,10 @@ _INNER_PART = re.compile(
     r"(?i)(?:internal|inner|interior|lining|sole|insole|outsole|fill|filling|padding|innen|futter|sohle|"
     r"doublure|semelle|forro|suela|fodera|suola)\s*$"
 )
+_INNER_FIELD = re.compile(
+    r"(?i)\b(?:lining|inner|internal|insole|outsole|sole|fill(?:ing)?|padding|futter|innen\w*|doublure|forro|fodera)"
+    r"\b[^:\n]{0,20}:"
+)
 _SUB_LABEL = re.compile(r"^[^\W\d_][^:\d\n]{0,30}:\s*")  # "Oberseite:", "Shell:", "Außenmaterial:"
 _NEXT_LABEL = re.compile(r"\s+(?:[A-ZÄÖÜ][^\W\d_]*\s?){1,3}:\s.*$")  # "… Lining: Cotton 100%"
 
@@ -450,6 +454,24 @@ def _mentions_material(text: str) -> bool:
     return any(material_value(w) for w in spans)
 
 
+# Textile fibres as shops write them (the taxonomy's material vocabulary names garment materials,
+# not every fibre: "polyester", "elastane" are none of its values). An element stating only
+# "100% Arabica" is a coffee's blend, not a material.
+_FIBRE = re.compile(
+    r"(?i)(?<![^\W\d_])(?:polyester|poliest[eè]re?|poli[eé]ster|polyamid[e]?|poliammide|poliamida|nylon|"
+    r"elastan[e]?|elasthan|elastano|spandex|lycra|elastomultiester|viscose|viskose|viscosa|rayon|modal|lyocell|"
+    r"tencel|acryl(?:ic)?|acrilico|acetat[e]?|cotton|baumwolle|coton|algod[oó]n|algod[aã]o|cotone|katoen|"
+    r"wool|wolle|laine|lana|wol|l[aã]|silk|seide|soie|seda|seta|zijde|linen|leinen|lin|lino|linho|linnen|"
+    r"cashmere|kaschmir|cachemire|leather|leder|cuir|cuero|pelle|couro|polyurethane?|polyurethan|"
+    r"alpaca|mohair|angora|merino|hemp|hanf|bamboo|down|feathers?|daunen|federn|metallic|metallised)(?![^\W\d_])"
+)
+
+
+def textile_fibre(text: str) -> bool:
+    """Whether a composition names a textile fibre (or a material of the vocabulary)."""
+    return bool(_FIBRE.search(text)) or any(_mentions_material(w) for _, w in _parts(text))
+
+
 def _parts(text: str) -> list[tuple[float, str]]:
     found = [(m.start(), float(m.group(1).replace(",", ".")), m.group(2)) for m in _PCT_FIRST.finditer(text)]
     if not found:
@@ -468,6 +490,7 @@ def find_composition(text: str | None, *, labelled: bool = False) -> str | None:
     if not text:
         return None
     for line in text.splitlines():
+        line = _INNER_FIELD.split(line)[0]  # "Shell: 100% cotton, Lining: 100% polyester": the shell's
         for run in re.finditer(
             r"(?:\d{1,3}(?:[.,]\d+)?\s*%\s*[^\W\d_]+(?:[ -][^\W\d_]+)?|[^\W\d_]+(?:[ -][^\W\d_]+)?\s+\d{1,3}(?:[.,]\d+)?\s*%)"
             r"(?:\s*[,/;&+]?\s*(?:\d{1,3}(?:[.,]\d+)?\s*%\s*[^\W\d_]+(?:[ -][^\W\d_]+)?|[^\W\d_]+(?:[ -][^\W\d_]+)?\s+\d{1,3}(?:[.,]\d+)?\s*%))*",
@@ -476,7 +499,7 @@ def find_composition(text: str | None, *, labelled: bool = False) -> str | None:
         ):
             parts = _parts(run.group(0))
             total = sum(p for p, _ in parts)
-            if parts and 99 <= total <= 101 and (labelled or any(_mentions_material(w) for _, w in parts)):
+            if parts and 99 <= total <= 101 and (labelled or textile_fibre(run.group(0))):
                 return _tidy(run.group(0))
     return None
 

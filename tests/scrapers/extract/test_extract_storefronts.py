@@ -270,3 +270,129 @@ def test_an_id_the_markup_and_the_url_both_state_keys_the_product(tmp_path):
     assert (
         _one(one_other, "https://www.target.com/p/stool/-/A-52062126").product_id == "/p/stool/-/A-52062126"
     )
+
+
+# --------------------------------------------------------------------------- second part: fashion stores
+
+
+def test_a_struck_former_price_inside_the_price_property_is_no_value():
+    # Mango: `<span itemprop="price">` holds the struck "$79.99" (class "strikethrough") and "$39.99";
+    # "REF. 81070185", which the URL's `?id=81070185` also states, keys it (the URL key an alias).
+    text, url = corpus_page("fathom_mango-textured-shift-dress")
+    product = _one(text, url)
+    assert (product.price, product.currency) == (Decimal("39.99"), "USD")
+    assert (product.product_id, product.id_aliases) == ("81070185", [url_key(url)])
+    tree = lxml_html.fromstring(
+        '<div itemscope itemtype="http://schema.org/Product"><span itemprop="price"><del>$80</del> $40</span></div>'
+    )
+    (item,) = microdata_items(tree, "https://shop.example.com/")
+    assert item["price"] == "$40"
+
+
+def test_a_composition_stated_alone_is_a_structured_products_material():
+    # Nordstrom's detail bullet "100% polyester"; Ann Taylor's "• 63% Polyester, 33% Rayon, 4% Spandex".
+    assert _shown("fathom_nordstrom-keepsake-sleeveless-dress").material == "100% polyester"
+    assert _shown("fathom_anntaylor-seasonless-blazer").material == "63% Polyester, 33% Rayon, 4% Spandex"
+    assert _one(_jsonld_page("<ul><li>Lined</li><li>100% silk</li></ul>")).material == "100% silk"
+    # A coffee's blend is no textile (lavazza.de: "100 % Arabica").
+    assert _shown("trafilatura_lavazza-de-qualita-oro-250g").material is None
+    assert _one(_jsonld_page("<ul><li>100% Arabica</li></ul>")).material is None
+
+
+def test_a_brand_the_heading_marks_in_a_meta():
+    # Zappos: `<h1><a href="/skechers">SKECHERS</a><meta itemtype="brand" content="SKECHERS">…`.
+    assert _shown("fathom_zappos-skechers-prima-laces").brand == "SKECHERS"
+
+
+def test_a_category_named_back_to_is_one_and_a_next_link_is_none():
+    # Ralph Lauren's "Boys > Back to School"; Neiman Marcus's trail followed by a "Next" link.
+    assert _shown("fathom_ralphlauren-cable-knit-cashmere-sweater").category_path == [
+        "Boys",
+        "Back to School",
+    ]
+    assert _shown("fathom_neimanmarcus-weitzman-combat-boot").category_path == [
+        "Shoes", "Trends", "Jewelry Box Details",
+    ]  # fmt: skip
+
+
+# --------------------------------------------------------------------------- must not fire (review)
+
+
+def test_ids_read_before_keep_no_url_alias(tmp_path):
+    # A site whose product pages share one script path (`/index.php?route=product/product&…`):
+    # products keyed by a "SKU:" line (read since before the lake) never fall back to that path.
+    page = (
+        '<html lang="en-US"><body><h1>{t}</h1>{sku}<span class="price">${p}</span>'
+        "<button>Add to cart</button></body></html>"
+    )
+    pipeline = LakePipeline(str(tmp_path / "lake"), "shop", "run-1", str(tmp_path), batch_size=10)
+    pipeline.open_spider()
+    pages = [("Plain Mug", "", "9.00"), ("Linen Shirt", "<p>SKU: LS-20931</p>", "49.00"), ("Wool Coat", "<p>SKU: WC-77810</p>", "199.00")]  # fmt: skip
+    for i, (title, sku, price) in enumerate(pages):
+        url = f"https://shop.example.com/index.php?route=product/product&product_id={40 + i}"
+        product = _one(page.format(t=title, sku=sku, p=price), url)
+        assert product.id_aliases == []
+        pipeline.add(CrawlItem("product", product.to_json(), observed_at="2026-12-01T00:00:00+00:00"))
+    pipeline.close_spider()
+    rows = Lake(tmp_path / "lake").read("products", columns=["product_id", "title"]).to_pylist()
+    assert {r["title"]: r["product_id"] for r in rows} == {
+        "Plain Mug": url_key("https://shop.example.com/index.php?route=product/product&product_id=40"),
+        "Linen Shirt": "LS-20931",
+        "Wool Coat": "WC-77810",
+    }
+
+
+def test_an_offerless_json_ld_product_takes_no_price_from_elsewhere_on_the_page():
+    product = {"@context": "https://schema.org", "@type": "Product", "name": "Linen Shirt", "sku": "LS1"}
+    for body in (
+        '<div class="product-price">Price on request</div><div class="related"><div class="price">$19.00</div></div>',
+        '<span class="price-per-item">$2.50 / oz</span>',
+        '<div class="price">Sold out</div><footer><span class="prices">Gift cards from $25</span></footer>',
+    ):
+        found = _one(_jsonld_page(body, product, lang="en-US"))
+        assert (found.price, found.currency) == (None, None), body
+
+
+def test_another_products_fields_are_not_this_ones():
+    # A "bought together" Product in the markup, its colour and material in its own block.
+    main = {
+        "@context": "https://schema.org", "@type": "Product", "name": "Linen Shirt",
+        "url": "https://shop.example.com/p/linen-shirt", "offers": {"@type": "Offer", "price": "49.00", "priceCurrency": "USD"},
+    }  # fmt: skip
+    other = {"@context": "https://schema.org", "@type": "Product", "name": "Silk Scarf", "offers": {"@type": "Offer", "price": "19.00", "priceCurrency": "USD"}}  # fmt: skip
+    body = (
+        f'<script type="application/ld+json">{json.dumps(other)}</script><div class="bought-together">'
+        "<h3>Silk Scarf</h3><ul><li>Colour: Red</li><li>Material: 100% silk</li><li>100% silk</li></ul></div>"
+    )
+    product = _one(_jsonld_page(body, main))
+    assert (product.color, product.material) == (None, None)
+
+
+def test_a_headings_comments_and_price_words_in_class_names():
+    page = (
+        '<html lang="en-US"><body><h1>Linen<!-- ko if: isNew --> <span class="scenario">Shirt</span><!-- /ko --></h1>'
+        '<span class="price">$49.00</span><button>Add to cart</button></body></html>'
+    )
+    assert _one(page).title == "Linen Shirt"
+
+
+def test_a_trail_that_is_a_search_or_ends_in_the_product_names_no_category():
+    crumbs = {
+        "@context": "https://schema.org",
+        "@type": "BreadcrumbList",
+        "itemListElement": [
+            {"@type": "ListItem", "position": 1, "item": {"@id": "https://shop.example.com/", "name": "Home"}},
+            {"@type": "ListItem", "position": 2, "item": {"@id": "https://shop.example.com/s?q=linen", "name": "linen"}},
+            {"@type": "ListItem", "position": 3, "name": "Linen Shirt Deluxe"},
+        ],
+    }  # fmt: skip
+    page = _jsonld_page(f'<script type="application/ld+json">{json.dumps(crumbs)}</script>')
+    assert _one(page).category_path == []
+    # A search between two categories: the shopper's path, not the catalogue's.
+    html = '<ol class="breadcrumb"><a href="/">Home</a><a href="/men">Men</a><a href="/search?q=linen">linen</a><a href="/men/shirts">Shirts</a></ol>'  # fmt: skip
+    assert _one(_jsonld_page(html)).category_path == []
+    # The page's breadcrumb ending in the product's own link; a "recently viewed" list named for it.
+    html = '<nav class="breadcrumb"><a href="/">Home</a> <a href="/men">Men</a> <a href="/men/shirts">Shirts</a> <a href="/p/linen-shirt">Linen Shirt</a></nav>'  # fmt: skip
+    assert _one(_jsonld_page(html)).category_path == ["Men", "Shirts"]
+    html = '<div class="breadcrumb-recent"><a href="/p/a">Wool Coat</a> <a href="/p/b">Silk Scarf</a></div>'
+    assert _one(_jsonld_page(html)).category_path == []
