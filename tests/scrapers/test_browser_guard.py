@@ -424,12 +424,14 @@ def test_a_crawl_killed_at_its_hard_timeout_keeps_what_it_had_recorded(tmp_path)
     from lookbench_live.warehouse.lake import Lake
 
     server = _loop_server()
-    # The busy page's render deadline (2 x 30 + 5 s) is past the hard timeout: the kill comes first.
+    # The busy page's render deadline (2 x 60 + 5 s) is past the hard timeout: the kill comes first.
+    # The kill at 50 s leaves a loaded machine's browser start (CI: 20 s and more) time to record
+    # the first page's refusal; with 30 s / 25 s the kill sometimes came before it.
     site = _loop_site(server, "/meta-a", "/busy")
-    crawl = CrawlSettings(autothrottle=False, download_timeout=30)
+    crawl = CrawlSettings(autothrottle=False, download_timeout=60)
     try:
         with pytest.raises(CrawlError, match="did not finish"):
-            run_crawl(site, crawl, str(tmp_path), "k", timeout_s=25)
+            run_crawl(site, crawl, str(tmp_path), "k", timeout_s=50)
     finally:
         server.close()
     lake = Lake(str(tmp_path))
