@@ -100,6 +100,7 @@ from lookbench_live.scrapers.extract.conventions import (
     other_than_product,
     url_keyed_number,
 )
+from lookbench_live.scrapers.extract.microdata import product_elements
 from lookbench_live.scrapers.extract.model import NormalizedProduct
 from lookbench_live.scrapers.extract.page_extras import (
     crumb_path,
@@ -119,6 +120,7 @@ from lookbench_live.scrapers.extract.values import (
     textile_fibre,
     url_item_id,
     url_key,
+    url_tokens,
     without_color_code,
 )
 
@@ -642,13 +644,7 @@ def page_price(
     by the fallback's rules (product cards left out), and its currency when the text names one:
     (price, currency or None, source). Only inside the page's one Product element: a related
     product's or a footer's price elsewhere on the page is not this product's."""
-    scopes = [
-        e
-        for e in body.iter()
-        if isinstance(e.tag, str)
-        and e.get("itemscope") is not None
-        and (e.get("itemtype") or "").rstrip("/").rsplit("/", 1)[-1].lower() == "product"
-    ]
+    scopes = product_elements(body)
     if len(scopes) != 1:
         return None
     text, source = _price_text(scopes[0], {}, _cards(body) if cards is None else cards)
@@ -983,9 +979,7 @@ def url_confirmed_id(body: lxml_html.HtmlElement, url: str) -> str | None:
     """An id an element named for it shows (`<span class="code">31270</span>`, `.sku`,
     `.product-code`), outside product cards, that the page's URL also uses as a key (a query
     value `?code=31270` or a path segment): two places on the page agree it is this product's."""
-    parts = urlsplit(url)
-    keys = {v for pair in parts.query.split("&") for v in pair.split("=")[1:]}
-    keys |= set(re.split(r"[/\-_.]", parts.path))
+    keys = url_tokens(url, query=True)
     cards = _cards(body)
     for element in body.iter():
         if not isinstance(element.tag, str) or len(element):
@@ -1196,22 +1190,21 @@ def _field_material(fields: list[tuple[str, str, bool]]) -> str | None:
     return None
 
 
-def page_composition(body: lxml_html.HtmlElement, scope: lxml_html.HtmlElement | None = None) -> str | None:
+def page_composition(
+    body: lxml_html.HtmlElement,
+    scope: lxml_html.HtmlElement | None = None,
+    cards: set[lxml_html.HtmlElement] | None = None,
+) -> str | None:
     """A composition an element of the page (or of `scope` in it) states alone (see
     `_composition_element`)."""
-    return _composition_element(body if scope is None else scope, _cards(body))
+    return _composition_element(body if scope is None else scope, _cards(body) if cards is None else cards)
 
 
 def labelled_url_id(body: lxml_html.HtmlElement, url: str) -> str | None:
     """A labelled id ("REF. 81070185", "Item #1124604") that the URL also states, as a path part
     or a query value (`?id=81070185`): two statements of the same id."""
     found = _labelled_id(body)
-    if not found:
-        return None
-    parts = urlsplit(url)
-    keys = {v for pair in parts.query.split("&") for v in pair.split("=")[1:]}
-    keys |= set(re.split(r"[/\-_.]", parts.path))
-    return found if found in keys else None
+    return found if found and found in url_tokens(url, query=True) else None
 
 
 def _composition_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> str | None:

@@ -32,6 +32,18 @@ def microdata_items(tree: lxml_html.HtmlElement, url: str) -> list[dict[str, Any
     return out
 
 
+def product_elements(root: lxml_html.HtmlElement) -> list[lxml_html.HtmlElement]:
+    """The elements below `root` that are a schema.org Product item (`itemscope`, `itemtype`
+    ending in "Product"), in page order."""
+    return [
+        e
+        for e in root.iter()
+        if isinstance(e.tag, str)
+        and e.get("itemscope") is not None
+        and (e.get("itemtype") or "").rstrip("/").rsplit("/", 1)[-1].lower() == "product"
+    ]
+
+
 def itemprop_values(tree: lxml_html.HtmlElement, url: str) -> dict[str, list[Any]]:
     """Every `itemprop` of the page that belongs to no item (fragments a template left outside
     its Product), by property name, in page order."""

@@ -37,7 +37,7 @@ from lxml import html as lxml_html
 
 from lookbench_live.scrapers.extract.conventions import other_than_product
 from lookbench_live.scrapers.extract.model import NormalizedProduct
-from lookbench_live.scrapers.extract.values import absolute_url, clean_title, parse_price, url_key
+from lookbench_live.scrapers.extract.values import absolute_url, clean_title, parse_price, url_key, url_tokens
 
 # --------------------------------------------------------------------------- Twitter card
 
@@ -166,8 +166,8 @@ def markup_url_id(tree: lxml_html.HtmlElement, canonical: str) -> str | None:
     if len(values) != 1:
         return None
     value = values.pop()
-    parts = set(re.split(r"[/\-_.]", urlsplit(canonical).path))
-    return value if re.fullmatch(r"(?=[\w-]*\d)[\w-]{3,40}", value) and value in parts else None
+    fits = re.fullmatch(r"(?=[\w-]*\d)[\w-]{3,40}", value)
+    return value if fits and value in url_tokens(canonical, query=False) else None
 
 
 # --------------------------------------------------------------------------- breadcrumbs
@@ -275,7 +275,11 @@ def shown_sale_price(body: lxml_html.HtmlElement, price: Decimal, lang: str | No
 
 
 def fill_stated(
-    product: NormalizedProduct, tree: lxml_html.HtmlElement, canonical: str, lang: str | None
+    product: NormalizedProduct,
+    tree: lxml_html.HtmlElement,
+    canonical: str,
+    lang: str | None,
+    cards: set[lxml_html.HtmlElement] | None = None,
 ) -> None:
     """What a page's one structured product leaves out or states as the former price, from the
     page itself: the id a `data-product-id`, the markup or a labelled line and the URL both state
@@ -300,7 +304,7 @@ def fill_stated(
         return
     from lookbench_live.scrapers.extract.html_fallback import page_breadcrumb, page_cards, page_stock
 
-    cards = page_cards(body)  # read once: each rule below leaves product cards out
+    cards = page_cards(body) if cards is None else cards  # read once: each rule leaves cards out
     if product.availability is None:
         product.availability = page_stock(body, cards)
         if product.availability:

@@ -118,7 +118,12 @@ def extract_schema_org(
             out.products.append(product)
     elif len(out.products) == 1:
         _fill_from_meta(out.products[0], tree, metas, url, lang)
-        fill_stated(out.products[0], tree, canonical, lang)
+        from lookbench_live.scrapers.extract.html_fallback import page_cards
+
+        body = tree.find("body")
+        # The page's product cards, read once for the rules below (each leaves them out).
+        cards = page_cards(body) if body is not None else set()
+        fill_stated(out.products[0], tree, canonical, lang, cards)
         # A page whose markup holds several product items has its fields read only when the
         # others are fragments of this one (no name, or its name: Walmart's second Product for
         # another seller's offer), never another product's ("bought together" with its colour).
@@ -133,6 +138,7 @@ def extract_schema_org(
             varying,
             read_text=page_text is None and fragments,
             whole_page=fragments or page_text is not None,
+            cards=cards,
         )
     return out
 
@@ -144,6 +150,7 @@ def _fill_from_fields(
     *,
     read_text: bool,
     whole_page: bool,
+    cards: set[lxml_html.HtmlElement],
 ) -> None:
     """The colour and material fields of a page whose markup holds several product items (Walmart's
     second Product for another seller's offer): once one is the page's product, the fields its
@@ -166,7 +173,7 @@ def _fill_from_fields(
         # With other products' items on the page, only the product's own item element is read
         # (Ann Taylor's blazer beside its "complete the look" items).
         scope = body if whole_page else _own_item(body, product.title)
-        product.material = page_composition(body, scope) if scope is not None else None
+        product.material = page_composition(body, scope, cards) if scope is not None else None
         if product.material:
             product.sources["material"] = "html:composition"
         elif scope is not None and not whole_page:
@@ -178,15 +185,14 @@ def _fill_from_fields(
 
 def _own_item(body: lxml_html.HtmlElement, title: str | None) -> lxml_html.HtmlElement | None:
     """The one microdata Product element whose `name` is the product's title."""
+    from lookbench_live.scrapers.extract.microdata import product_elements
+
     if not title:
         return None
     found = [
         e
-        for e in body.iter()
-        if isinstance(e.tag, str)
-        and e.get("itemscope") is not None
-        and (e.get("itemtype") or "").rstrip("/").rsplit("/", 1)[-1].lower() == "product"
-        and any(
+        for e in product_elements(body)
+        if any(
             clean_title(n.get("content") or n.text_content()) == title
             for n in e.iter()
             if isinstance(n.tag, str) and n.get("itemprop") == "name"
@@ -921,7 +927,8 @@ def _without_brand(title: str | None, brand: str | None) -> str | None:
     return title
 
 
-_MENUS = "//nav[not(ancestor::main or ancestor::article)]|//*[@role='navigation' or @role='menu' or @role='menubar']"
+# Relative to the element read (the body, or one product's item).
+_MENUS = ".//nav[not(ancestor::main or ancestor::article)]|.//*[@role='navigation' or @role='menu' or @role='menubar']"
 
 
 def _page_text(tree: lxml_html.HtmlElement, root: lxml_html.HtmlElement | None = None) -> str | None:

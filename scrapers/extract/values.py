@@ -274,6 +274,16 @@ _ID_PARAM = re.compile(
 _ID_VALUE = re.compile(r"(?=[\w-]*\d)[A-Za-z0-9][\w-]{2,40}")
 
 
+def url_tokens(url: str, *, query: bool) -> set[str]:
+    """The parts of a URL an id can be stated by: its path's segments split at "/", "-", "_", "."
+    (`…/A-52062126` → "52062126") and, with `query`, its query's values (`?id=81070185`)."""
+    parts = urlsplit(url)
+    tokens = set(re.split(r"[/\-_.]", parts.path))
+    if query:
+        tokens |= {v for pair in parts.query.split("&") for v in pair.split("=")[1:]}
+    return tokens
+
+
 def url_key(url: str) -> str:
     """The key of a product whose page states no id: its URL's path (`/products/linen-shirt`),
     or, when the path is one script serving every item, the value of the query parameter that
