@@ -85,12 +85,17 @@ _SUBMIT_TYPES = frozenset({"submit", "image", "button"})
 
 def buy_control_stock(controls: list[Any], out_of_stock: re.Pattern[str], page_text: str) -> str | None:
     """InStock when the page's own add-to-cart controls (buttons and submit inputs that add to a
-    cart, add-to-cart forms, outside product cards: from `controls`; a link may be another
-    product's, a one-click "Buy now" sells e-books that have no stock) are all enabled and the
+    cart, add-to-cart forms and links that run a script rather than lead to a page, outside
+    product cards: from `controls`; a link to a page may be another product's, a one-click
+    "Buy now" sells e-books that have no stock) are all enabled and the
     page's text outside product cards states neither an out-of-stock phrase (`out_of_stock`) nor
     one of `NOT_YET`. None otherwise: a disabled or hidden button, "Sold out", "Notify me when in
     stock" or "In stock soon" leaves the stock unknown."""
-    own = [c for c in controls if c.tag != "a" and (c.tag == "form" or _ADDS.search(_label(c)))]
+    own = [
+        c
+        for c in controls
+        if (c.tag != "a" or _script_link(c)) and (c.tag == "form" or _ADDS.search(_label(c)))
+    ]
     if not own or any(_disabled(c) for c in own):
         return None
     if any(c.tag == "form" and not _submits(c) for c in own):
@@ -98,6 +103,13 @@ def buy_control_stock(controls: list[Any], out_of_stock: re.Pattern[str], page_t
     if out_of_stock.search(page_text) or NOT_YET.search(page_text):
         return None
     return "InStock"
+
+
+def _script_link(link: Any) -> bool:
+    """A link that goes nowhere (`href="javascript:void(0)"`, `"#"`, `"#none"`, none): a script's
+    button styled as a link (Disney Store's "Add to Bag"), not a way to another product's page."""
+    href = (link.get("href") or "").strip().lower()
+    return not href or href.startswith(("#", "javascript:"))
 
 
 def _label(control: Any) -> str:

@@ -8,7 +8,9 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
 
 - title (a price element inside the heading is no part of it): a loose `itemprop="name"`; an element whose id names a product title (`#productTitle`;
   inside a title group such as Amazon's `#productTitleGroupAnchor`, the innermost title or
-  `<h1>` in it); the page's only meaningful `<h1>`; an element whose class names one; `og:title`.
+  `<h1>` in it); the page's only meaningful `<h1>` (with the `<h2>` after it when the page's
+  `<title>` starts with both: a brand heading over the model); an element whose class names one;
+  `og:title`. A title cut short ("…Pain...") is completed by the page's `og:title` / `twitter:title`.
 - price: a loose `itemprop="price"`; the first element whose id (then, failing that, class) names
   a price (not a list, old, "was", saving or shipping price) whose text is one amount with a
   currency sign or code, or, for a price block that also shows a former, lowest or coupon
@@ -26,7 +28,9 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   `.ca`; never `.com` or `.co`), else
   the Amazon marketplace's currency (amazon.com USD, .co.uk GBP, .de EUR, .ca CAD, .com.br BRL,
   .co.jp JPY…) when the price text names no other and, for a dollar marketplace, writes "$"
-  (source `url:marketplace`).
+  (source `url:marketplace`), else the currency a Twitter product card's price field names for
+  the same amount ("$955.00 USD"). A price element's parts under a `display: none` class
+  (`ng-hide`, `d-none`, `hidden`) are not read.
 - image: a loose `itemprop="image"`; `og:image`; an `<img>` whose id names the main picture
   (Amazon's `#landingImage`, `#main-image`, `#imgBlkFront`); one whose class (or its holder's)
   starts with landing/main/primary/hero; one whose alt is the product's title (not in a
@@ -35,10 +39,11 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   placeholder is read for its `data-old-hires`, `data-a-dynamic-image` (the largest) or
   `data-src`. A structured product that names no picture (and no `og:image`) takes the same
   rules' picture, without `itemprop` and `og:image` (`page_image`).
-- brand: `itemprop="brand"`, `product:brand` / `og:brand`, the brand part of the `<h1>`, an
-  element whose id/class names a brand or byline stating "Visit the X Store", "Besuche den
-  X-Store", "Brand: X", "Marca: X"… (never an author or a contributor: a byline linking to an
-  author page), a "Brand" field of a specification table.
+- brand: `itemprop="brand"`, `product:brand` / `og:brand`, a Twitter product card's "Brand"
+  field, the brand part of the `<h1>`, an element outside product cards whose id/class names a
+  brand or byline stating "Visit the X Store", "Besuche den X-Store", "Brand: X", "Marca: X"…
+  (never an author or a contributor: a byline linking to an author page; never a widget's
+  "powered by …" credit), a "Brand" field of a specification table.
 - identifier: a loose `itemprop` sku / productID / mpn / gtin; a hidden `ASIN` / `sku` input; the
   ASIN of an Amazon product URL (`/dp/`, `/gp/product/`, mobile `/gp/aw/d/`); a labelled line
   ("SKU: …", "Item #: …", "Art.-Nr.: …", "ASIN: …": after the URL, as a Kindle page's first
@@ -63,10 +68,12 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   then a composition with a known fibre in the page's text. Field text has its leftover
   character references undone and UTF-8 misread as Windows-1252 repaired.
 - category: the links of the first breadcrumb element (Amazon's `#wayfinding-breadcrumbs`, an
-  `itemprop="breadcrumb"`), at least two, a leading home dropped by its name ("Home") or its link
+  `itemprop="breadcrumb"`, `aria-label="Breadcrumb"`, Cafe24's `xans-product-headcategory`), at
+  least two or one after the home link, a leading home dropped by its name ("Home") or its link
   ("/"), a trail held twice read once; a crumb naming or linking to search results, "Back",
-  "See all …" or cut short is no category ("‹ Back to results" is no path). A structured product
-  that names no category takes the same (`page_breadcrumb`).
+  "See all …", the whole catalogue ("All Products") or cut short is no category ("‹ Back to
+  results" is no path). A structured product that names no category takes the same
+  (`page_breadcrumb`).
 
 A product is made only when the page shows a title and a price and is a product page: a buy
 button or form (add to cart / basket / bag, "In den Warenkorb", "Ajouter au panier",
@@ -103,10 +110,12 @@ from lookbench_live.scrapers.extract.conventions import (
 from lookbench_live.scrapers.extract.microdata import product_elements
 from lookbench_live.scrapers.extract.model import NormalizedProduct
 from lookbench_live.scrapers.extract.page_extras import (
+    card_currency,
     crumb_path,
     no_category_crumb,
     sold_status,
     stock_words,
+    twitter_card_field,
 )
 from lookbench_live.scrapers.extract.values import (
     READER_ONLY,
@@ -136,7 +145,7 @@ _PRICE_HINT = re.compile(
 )
 _NOT_PRICE = re.compile(
     r"(?i)list|old|was|strike|rrp|uvp|save|saving|shipping|delivery|per[-_]?unit|basket|cart|range|"
-    r"hidden|secondary|compare|before|origin"
+    r"hidden(?!-(?:xs|sm|md|lg|xl)\b)|secondary|compare|before|origin"
 )
 # A price's own label that names another price than the one to pay ("Print List Price:", "RRP:",
 # "Statt:", "Prix conseillé :"), or a struck-through amount (Amazon's `a-text-strike`,
@@ -161,7 +170,8 @@ _MAIN_IMAGE_ID = re.compile(
 # Who wrote a book is not its brand: a byline whose link goes to an author page or whose id/class
 # names a contributor ("bylineContributor", Amazon's `/e/B0…` and `author=` links).
 _AUTHOR_HINT = re.compile(r"(?i)author|contributor|/e/B0")
-_BREADCRUMB_HINT = re.compile(r"(?i)breadcrumb|wayfinding")
+# Cafe24's `xans-product-headcategory` is its shops' breadcrumb module ("Home > CATEGORIES > Outerwear").
+_BREADCRUMB_HINT = re.compile(r"(?i)breadcrumb|wayfinding|headcategory")
 _HOME = re.compile(r"(?i)^(?:home|startseite|accueil|inicio|home page|pagina iniziale)$")
 # The main picture by its class or its holder's: first the words that name the main one, then
 # (after a picture whose alt is the product's name) the gallery's and zoom's, which also hold
@@ -288,13 +298,22 @@ def html_product(
         currency = currency or _pick(
             sources, "currency", marketplace_currency(canonical, price_text), "url:marketplace"
         )
+        currency = currency or _pick(
+            sources,
+            "currency",
+            card_currency(metas, parse_price(price_text, lang=lang) if price_text else None, lang),
+            "meta:twitter:data",
+        )
     images = _images(body, itemprops, metas, url, sources, title, cards)
     brand = _pick(sources, "brand", _itemprop_text(itemprops, "brand"), "itemprop")
     brand = brand or _pick(
         sources, "brand", clean_title(_first(metas, "product:brand") or _first(metas, "og:brand")), "meta"
     )
+    brand = brand or _pick(
+        sources, "brand", clean_title(twitter_card_field(metas, "brand")), "meta:twitter:data"
+    )
     brand = brand or _pick(sources, "brand", heading_brand(body), "html:heading-brand")
-    brand = brand or _pick(sources, "brand", _brand_element(body), "html:brand-element")
+    brand = brand or _pick(sources, "brand", _brand_element(body, cards), "html:brand-element")
     fields = _fields(body, cards)
     # The detail text is long to gather: read at most once, and only if a rule comes to it.
     detail = functools.cache(lambda: _detail_text(body, cards))
@@ -492,6 +511,40 @@ def _text(element: lxml_html.HtmlElement) -> str:
     return " ".join(element.text_content().split())
 
 
+# Classes that every framework's stylesheet sets to `display: none` (AngularJS's `ng-hide`,
+# Bootstrap's `d-none` / `hidden` / `hide`, Cafe24's `displaynone`): a price part under one is
+# not shown ("$19.99 <sup class="ng-hide">$19.99</sup>" shows one amount). Not Bootstrap's
+# `hidden-xs`: hidden on phones only.
+_DISPLAY_NONE = frozenset({"ng-hide", "d-none", "hidden", "hide", "is-hidden", "displaynone"})
+
+
+def _undisplayed_text(element: lxml_html.HtmlElement) -> str:
+    """An element's text without its descendants that are not displayed (a `display: none`
+    class or style, the `hidden` attribute). Screen-reader-only parts stay: a price's whole
+    amount can be one (`_reader_price`)."""
+    parts: list[str] = []
+
+    def walk(node: lxml_html.HtmlElement, top: bool) -> None:
+        if not top and (
+            _DISPLAY_NONE & set((node.get("class") or "").lower().split())
+            or node.get("hidden") is not None
+            or re.search(r"display\s*:\s*none", node.get("style") or "", re.I)
+        ):
+            parts.append(node.tail or "")
+            return
+        parts.append(node.text or "")
+        for child in node:
+            if isinstance(child.tag, str):
+                walk(child, False)
+            else:
+                parts.append(child.tail or "")
+        if not top:
+            parts.append(node.tail or "")
+
+    walk(element, True)
+    return " ".join("".join(parts).split())
+
+
 def _heading_text(element: lxml_html.HtmlElement) -> str:
     """A heading's words: its parts joined by a space ("<a>Maison Francis Kurkdjian</a><span>Gentle
     Fluidity Gold</span>" is two phrases, not "KurkdjianGentle"). Only for headings: a price's
@@ -543,17 +596,32 @@ def _title_element(body: lxml_html.HtmlElement) -> str | None:
     found = _class_title(body, _PRODUCT_TITLE_CLASS)
     if found:
         return found
-    headings = [_heading_text(h) for h in body.iter("h1")]
-    headings = [h for h in headings if 3 <= len(h) <= 300 and not _BUY.search(h)]
+    h1s = [(h, _heading_text(h)) for h in body.iter("h1")]
+    h1s = [(h, t) for h, t in h1s if 3 <= len(t) <= 300 and not _BUY.search(t)]
+    headings = [t for _, t in h1s]
+    document_title = _fold(body.getroottree().findtext(".//title"))
     if len(headings) == 1:
-        return clean_title(headings[0])
+        return clean_title(_with_subheading(*h1s[0], document_title))
     # Several <h1> (a logo "BELTZ" and the book's name): the longest one the page's <title>
     # repeats ("12 Wege zu guter Pflege - … | BELTZ").
-    document_title = _fold(body.getroottree().findtext(".//title"))
     repeated = [h for h in headings if document_title and _fold(_TAG_PREFIX.sub("", h)) in document_title]
     if repeated:
         return clean_title(max(repeated, key=len))
     return None
+
+
+def _with_subheading(heading: lxml_html.HtmlElement, text: str, document_title: str) -> str:
+    """The name an `<h1>` and the `<h2>` right after it state together, when the page's
+    `<title>` starts with both (a brand as the heading, the model below it: "Kryptonite" +
+    "KryptoLok Series 2 w/ Key", titled "Kryptonite KryptoLok Series 2 w/ Key - Campus Bike
+    Shop"); else the heading's text."""
+    following = heading.getnext()
+    while following is not None and not isinstance(following.tag, str):
+        following = following.getnext()
+    if following is None or following.tag != "h2" or len(text.split()) > 4:
+        return text
+    both = f"{text} {_heading_text(following)}"
+    return both if document_title and document_title.startswith(_fold(both)) else text
 
 
 # A marketplace's tag before the name ("[삼성전자] 갤럭시S9", "【官网价直降】Apple iPhone 11"), which
@@ -618,7 +686,7 @@ def _price_text(
             hint = element.get(attr) or ""
             if not _PRICE_HINT.search(hint) or _NOT_PRICE.search(_hint(element)):
                 continue
-            text = _text(element)
+            text = _undisplayed_text(element)
             if not text or _in_card(element, cards) or _other_price(element, text):
                 continue
             shown = text if len(text) <= 40 and len(_AMOUNT.findall(text)) == 1 else None
@@ -637,21 +705,56 @@ def _price_text(
 
 
 def page_price(
-    body: lxml_html.HtmlElement, lang: str | None, url: str, cards: set[lxml_html.HtmlElement] | None = None
+    body: lxml_html.HtmlElement,
+    lang: str | None,
+    url: str,
+    cards: set[lxml_html.HtmlElement] | None = None,
+    title: str | None = None,
 ) -> tuple[Decimal, str | None, str] | None:
-    """The price a microdata Product's own element shows when its markup states no offer
-    (GODIVA's `<div itemscope itemtype=…/Product>` holding `<span class="price-sales">$51.95`),
-    by the fallback's rules (product cards left out), and its currency when the text names one:
-    (price, currency or None, source). Only inside the page's one Product element: a related
-    product's or a footer's price elsewhere on the page is not this product's."""
+    """The price a structured product's own block shows when its markup states no offer, by the
+    fallback's rules (product cards left out), and its currency when the text names one:
+    (price, currency or None, source). Only inside the page's one microdata Product element
+    (GODIVA's `<div itemscope itemtype=…/Product>` holding `<span class="price-sales">$51.95`)
+    or, with no Product element, the small block around the `<h1>` naming the product (a JSON-LD
+    Product with `"price": ""`, CVS; none at all, Tiffany): a related product's, a shipping
+    banner's or a footer's price elsewhere on the page is not this product's."""
+    cards = _cards(body) if cards is None else cards
     scopes = product_elements(body)
-    if len(scopes) != 1:
+    if len(scopes) > 1:
         return None
-    text, source = _price_text(scopes[0], {}, _cards(body) if cards is None else cards)
-    price = parse_price(text, lang=lang) if text else None
-    if not text or not price:
-        return None
-    return price, currency_of(text, lang, url) or marketplace_currency(url, text), source
+    for scope in scopes or _heading_blocks(body, title):
+        text, source = _price_text(scope, {}, cards)
+        price = parse_price(text, lang=lang) if text else None
+        if text and price:
+            return price, currency_of(text, lang, url) or marketplace_currency(url, text), source
+    return None
+
+
+_HEADING_BLOCK_LEVELS = 3  # a heading's parent, grandparent, great-grandparent
+_HEADING_BLOCK_CHARS = 1500  # more text than a product's title block holds: the page's layout
+
+
+def _heading_blocks(body: lxml_html.HtmlElement, title: str | None) -> list[lxml_html.HtmlElement]:
+    """The blocks around each `<h1>` that names the product (its text within the title, or the
+    title within it), innermost first, while they stay the size of a title block."""
+    name = " ".join((title or "").casefold().split())
+    out: list[lxml_html.HtmlElement] = []
+    if not name:
+        return out
+    for heading in body.iter("h1"):
+        text = " ".join(heading.text_content().casefold().split())
+        if len(text) < 3 or (text not in name and name not in text):
+            continue
+        block = heading.getparent()
+        for _ in range(_HEADING_BLOCK_LEVELS):
+            if block is None or block.tag in ("body", "html"):
+                break  # the page itself is no block around the heading
+            if len(" ".join(block.text_content().split())) > _HEADING_BLOCK_CHARS:
+                break
+            if block not in out:
+                out.append(block)
+            block = block.getparent()
+    return out
 
 
 def _reader_price(element: lxml_html.HtmlElement) -> str | None:
@@ -907,13 +1010,15 @@ def _fold(text: str | None) -> str:
     return " ".join((text or "").casefold().split())
 
 
-def _brand_element(body: lxml_html.HtmlElement) -> str | None:
+def _brand_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> str | None:
     for element in body.iter():
         if not isinstance(element.tag, str) or not _BRAND_HINT.search(_hint(element)):
             continue
-        if _SHARE_HINT.search(_hint(element)):  # Amazon's "tell-a-friend-byline": its text is "Share"
-            continue
+        if _SHARE_HINT.search(_hint(element)) or _in_card(element, cards):
+            continue  # Amazon's "tell-a-friend-byline" ("Share"); a recommended product's brand
         text = _text(element)
+        if _CREDIT.match(text):
+            continue  # a widget's credit in its `<p class="brand">`: "powered by Recomatic"
         if text and _is_author(element):
             continue
         match = _BRAND_TEXT.match(text) if text else None
@@ -930,6 +1035,7 @@ def _brand_element(body: lxml_html.HtmlElement) -> str | None:
     return None
 
 
+_CREDIT = re.compile(r"(?i)^(?:powered|hosted) by\b")
 _SHARE_HINT = re.compile(r"(?i)share|tell-?a-?friend|social")
 _LOGO_WORD = re.compile(r"(?i)\s*(?:logo|로고|ロゴ|标志|標誌)$")
 
@@ -1039,7 +1145,7 @@ _COLOR_LABEL = re.compile(r"(?i)^(?:colou?r|farbe|couleur|colore|cor|kleur|färg
 _MATERIAL_LABEL = re.compile(
     r"(?i)^(?:materials?|material composition|(?:outer|main|upper|case|shell) material|case\s*/\s*bezel material|obermaterial|au(?:ß|ss)enmaterial|"
     r"material oberstoff|composition|zusammensetzung|mati[eè]re|composici[oó]n|composizione|fabric|"
-    r"fabric type|shell|stoff|tissu|tejido|materiale)$"
+    r"fabric type|shell|stoff|tissu|tejido|materiale|(?:fabric |fib(?:er|re) )?content)$"
 )
 _FIELD_LINE = re.compile(r"^(?P<label>[^\W\d][^:\n]{0,30}?)\s*:\s*(?P<value>\S.{0,120})$")
 
@@ -1239,20 +1345,26 @@ def _breadcrumb(
     body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement], title: str | None = None
 ) -> list[str] | None:
     """The category path a breadcrumb shows (Amazon's "Clothing › Women › Dresses"): the links
-    of the first element named for one, at least two, a leading "Home" dropped. One link alone
-    ("‹ Back to search results") is no path."""
+    of the first element named for one, a leading "Home" dropped: at least two, or one after the
+    home link. One link alone ("‹ Back to search results") is no path."""
     for element in body.iter():
         if not isinstance(element.tag, str):
             continue
         # schema.org's `WebPage.breadcrumb` (Costco's `<ul class="crumbs" itemprop="breadcrumb">`)
-        named = _BREADCRUMB_HINT.search(_hint(element)) or element.get("itemprop") == "breadcrumb"
+        # and WAI-ARIA's breadcrumb pattern (`<nav aria-label="Breadcrumb">`).
+        named = (
+            _BREADCRUMB_HINT.search(_hint(element))
+            or element.get("itemprop") == "breadcrumb"
+            or _BREADCRUMB_HINT.search(element.get("aria-label") or "")
+        )
         if not named or _in_card(element, cards) or _NOT_CRUMBS.search(_hint(element)):
             continue
         crumbs = [(clean_title(_text(a)), a.get("href")) for a in element.iter("a")]
         crumbs = [(t, href) for t, href in crumbs if t]
         while crumbs and no_category_crumb(*crumbs[0]):
             crumbs = crumbs[1:]  # a way back before the trail ("« Back")
-        if crumbs and (_HOME.match(crumbs[0][0]) or _site_root(crumbs[0][1])):
+        homed = bool(crumbs) and bool(_HOME.match(crumbs[0][0]) or _site_root(crumbs[0][1]))
+        if homed:
             crumbs = crumbs[1:]  # the site's home, by name or by its link ("Target" → "/")
         if crumbs and title and crumbs[-1][0].casefold() == title.casefold():
             crumbs = crumbs[:-1]  # the trail's last link is the product itself
@@ -1262,7 +1374,9 @@ def _breadcrumb(
         half = len(links) // 2
         if len(links) % 2 == 0 and links[:half] == links[half:]:
             links = links[:half]  # one element holding the trail twice (a desktop and a mobile copy)
-        if len(links) >= 2:
+        # One category after the site's home is a path ("Home > Grossest Gifts"); one link
+        # alone is a way back ("‹ Back to search results").
+        if len(links) >= 2 or (homed and len(links) == 1):
             return links
     return None
 

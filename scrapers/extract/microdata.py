@@ -18,6 +18,7 @@ from lookbench_live.scrapers.extract.values import absolute_url, shown_text
 MAX_DEPTH = 24  # nested items deeper than this are not product data
 _URL_ATTRS = {"a": "href", "area": "href", "link": "href", "img": "src", "audio": "src", "embed": "src",
               "iframe": "src", "source": "src", "track": "src", "video": "src", "object": "data"}  # fmt: skip
+_TEXT_PROPS = {"name", "brand", "title"}  # properties whose value is a name, never a URL
 
 
 def microdata_items(tree: lxml_html.HtmlElement, url: str) -> list[dict[str, Any]]:
@@ -117,13 +118,17 @@ def _value(element: lxml_html.HtmlElement, url: str) -> Any:
     tag = element.tag.lower() if isinstance(element.tag, str) else ""
     if element.get("content") is not None:
         return element.get("content").strip()
+    names = (element.get("itemprop") or "").split()
+    if tag in ("a", "area") and _TEXT_PROPS & set(names) and shown_text(element):
+        # By the microdata spec a link's value is its href; a template's `<a itemprop="name"
+        # href="/search?q=brand:…">Marmont Hill</a>` names the brand by its text, not by a URL.
+        return shown_text(element)
     if tag in _URL_ATTRS:
         return absolute_url(element.get(_URL_ATTRS[tag]), url) or ""
     if tag in ("data", "meter") and element.get("value") is not None:
         return element.get("value").strip()
     if tag == "time" and element.get("datetime"):
         return element.get("datetime").strip()
-    names = (element.get("itemprop") or "").split()
     if "name" in names:
         return shown_text(element)
     if {"price", "lowPrice", "highPrice"} & set(names):

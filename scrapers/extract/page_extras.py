@@ -12,13 +12,17 @@ Small readers, each for one way a page states a fact, called by `schema_org` and
   structured data states no id, when the canonical URL's path names the same id.
 - `markup_url_id`: the one sku / productID the page's markup states when the canonical URL's
   path has it too (Target's second Product item and `…/A-52062126`).
-- `microdata_breadcrumbs`: a microdata `BreadcrumbList` (read like a JSON-LD one).
+- `twitter_card_field`, `card_currency`: a Twitter product card's labelled field ("Brand", "Price")
+  and the currency its price field names for the page's price.
+- `microdata_breadcrumbs`: a microdata `BreadcrumbList` (read like a JSON-LD one), or Google's
+  former data-vocabulary.org `Breadcrumb` items.
 - `home_crumb`: a breadcrumb's first link to the site's home page ("/", "/no/") is no category.
 - `search_crumb`, `no_category_crumb`, `crumb_path`: a crumb naming or linking to search
   results, "Back", "Next", "See all …" or cut short is no category; a search between categories
   voids the trail.
-- `fill_stated`: for a page's one structured product, the id (above), stock, category from the
-  page's breadcrumb element, and the price its price element shows when the markup has no offer.
+- `fill_stated`: for a page's one structured (or OpenGraph-only) product, the id (above), stock,
+  category from the page's breadcrumb element, and the price its Product element, or with no
+  Product element the block around its `<h1>`, shows when the markup has no offer.
 - `shown_sale_price`: the price the page charges when the structured price is the one the page
   shows struck through as the former price.
 
@@ -47,6 +51,32 @@ _PRICE_LABEL = re.compile(r"(?i)^\s*(?:price|preis|prix|precio|prezzo|pris|prijs
 _CODE_AMOUNT = re.compile(r"^\s*([A-Z]{3})\s?\d|\d\s?([A-Z]{3})\s*$")
 
 
+_BRAND_LABEL = re.compile(r"(?i)^\s*(?:brand|marke|marque|marca|merk|vendor)\s*:?\s*$")
+
+
+def twitter_card_field(metas: dict[str, list[str]], fact: str) -> str | None:
+    """The value a Twitter product card states under a label ("Price" → "$955.00 USD", "Brand"
+    → "Christenson": `twitter:labelN` / `twitter:dataN`), for `fact` "price" or "brand"."""
+    label = _PRICE_LABEL if fact == "price" else _BRAND_LABEL
+    for n in range(1, 5):
+        labels, data = metas.get(f"twitter:label{n}", []), metas.get(f"twitter:data{n}", [])
+        if labels and data and label.match(labels[0]) and data[0].strip():
+            return data[0].strip()
+    return None
+
+
+def card_currency(metas: dict[str, list[str]], price: Any, lang: str | None) -> str | None:
+    """The currency the Twitter card's price field names ("$955.00 USD", "LBP139999.00") when
+    its amount is the page's price."""
+    from lookbench_live.scrapers.extract.html_fallback import currency_of
+
+    text = twitter_card_field(metas, "price")
+    if not text or price is None or parse_price(text, lang=lang) != price:
+        return None
+    code = _CODE_AMOUNT.search(text)
+    return (code.group(1) or code.group(2)) if code else currency_of(text, lang)
+
+
 def twitter_card_product(metas: dict[str, list[str]], url: str, canonical: str, lang: str | None) -> Any:
     """The product of a Twitter product card, or None. A card states a product only with a title
     and a field labelled as its price (`twitter:labelN` "Price" / `twitter:dataN`), on a page
@@ -57,12 +87,7 @@ def twitter_card_product(metas: dict[str, list[str]], url: str, canonical: str, 
     if other_than_product(og_type):
         return None  # an article or a video the page says it is, as for the visible page
     titles = [t for t in (clean_title(v) for v in metas.get("twitter:title", [])) if t]
-    price_text = None
-    for n in range(1, 5):
-        labels, data = metas.get(f"twitter:label{n}", []), metas.get(f"twitter:data{n}", [])
-        if labels and data and _PRICE_LABEL.match(labels[0]):
-            price_text = data[0]
-            break
+    price_text = twitter_card_field(metas, "price")
     price = parse_price(price_text, lang=lang) if price_text else None
     if not titles or not price:
         return None
@@ -178,7 +203,24 @@ def microdata_breadcrumbs(tree: lxml_html.HtmlElement, url: str) -> list[dict[st
     from lookbench_live.scrapers.extract.jsonld import type_names
     from lookbench_live.scrapers.extract.microdata import microdata_items
 
-    return [n for n in microdata_items(tree, url) if "breadcrumblist" in type_names(n)]
+    items = microdata_items(tree, url)
+    lists = [n for n in items if "breadcrumblist" in type_names(n)]
+    # Google's former data-vocabulary.org format: one `Breadcrumb` item per crumb (`title`,
+    # `url`), side by side or each the `child` of the one before (La-Z-Boy, 2017).
+    crumbs: list[tuple[str, Any]] = []
+    stack = [n for n in items if "breadcrumb" in type_names(n)]
+    while stack:
+        node = stack.pop(0)
+        name = node.get("title") or node.get("name")
+        if isinstance(name, str) and name.strip() and (name, node.get("url")) not in crumbs:
+            crumbs.append((name, node.get("url")))
+        child = node.get("child")
+        if isinstance(child, dict):
+            stack.insert(0, child)
+    if crumbs:
+        elements = [{"position": i + 1, "name": n, "item": u} for i, (n, u) in enumerate(crumbs)]
+        lists.append({"@type": "BreadcrumbList", "itemListElement": elements})
+    return lists
 
 
 # A site's home: its root, or a locale's root ("/no/", "/en-gb/").
@@ -205,12 +247,14 @@ _SEARCH_NAME = re.compile(
 
 
 # Links in a trail that name no category: a way back ("Back", "‹ Back to results"; not "Back to
-# School"), a page of the trail ("Next"), a link to all of a category's items
+# School"), a page of the trail ("Next"), the whole catalogue ("All Products", "Browse Products",
+# Cafe24's "CATEGORIES"), a link to all of a category's items
 # (Walmart's "See all Car Seats" after "Car Seats"), a label cut short ("See more Size 10 - PUMA
 # RS-Dreamer x J. Cole Aquarius 2...": eBay's catalog product).
 _NO_CATEGORY = re.compile(
     r"(?i)^(?:[‹«<←]\s*)?(?:back(?:\s+to\s+(?:(?:search\s+)?results|search|list|overview|previous(?:\s+page)?))?$"
-    r"|(?:see (?:all|more)|view all|shop all)\b|(?:next|prev(?:ious)?)$)|(?:\.\.\.|…)$"
+    r"|(?:see (?:all|more)|view all|shop all)\b|(?:next|prev(?:ious)?)$"
+    r"|(?:all |browse )?(?:products|categories)$)|(?:\.\.\.|…)$"
 )
 
 
@@ -318,7 +362,7 @@ def fill_stated(
         # the page's own price element shows.
         from lookbench_live.scrapers.extract.html_fallback import page_price
 
-        shown = page_price(body, lang, canonical, cards)
+        shown = page_price(body, lang, canonical, cards, product.title)
         if shown is not None:
             product.price, product.price_max = shown[0], shown[0]
             product.sources["price"] = shown[2]

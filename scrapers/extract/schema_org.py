@@ -37,6 +37,7 @@ from lookbench_live.scrapers.extract.values import (
     clean_text,
     clean_title,
     color_from_url,
+    completed_title,
     find_color,
     find_material,
     image_urls,
@@ -69,7 +70,7 @@ def extract_schema_org(
         out.problems.append(Problem("unparsable_html", "no document"))
         return out
     metas = _Metas(tree)
-    lang = tree.get("lang") or metas.first("og:locale")
+    lang = _page_lang(tree, metas)
     canonical = _canonical(tree, url, metas)
     nodes: list[dict[str, Any]] = []
     for data, problem in load_scripts(tree) if scripts is None else scripts:
@@ -107,6 +108,9 @@ def extract_schema_org(
         _note_sources(product, source)
     if not out.products:
         product = _opengraph_product(tree, metas, url, canonical, lang)
+        if product is not None:
+            # OpenGraph states no stock, category or id beyond the URL: what the page shows.
+            fill_stated(product, tree, canonical, lang)
         if product is None:
             from lookbench_live.scrapers.extract.html_fallback import html_product
             from lookbench_live.scrapers.extract.microdata import itemprop_values
@@ -201,7 +205,9 @@ def _own_item(body: lxml_html.HtmlElement, title: str | None) -> lxml_html.HtmlE
     return found[0] if len(found) == 1 else None
 
 
-_FACT_FIELDS = ("title", "brand", "price", "currency", "availability", "color", "material", "images")
+_FACT_FIELDS = (
+    "title", "brand", "price", "currency", "availability", "color", "material", "images", "category_path",
+)  # fmt: skip
 
 
 def _note_sources(product: NormalizedProduct, source: str) -> None:
@@ -327,6 +333,14 @@ def _fill_from_meta(
         product.id_aliases = list(dict.fromkeys([*product.id_aliases, product.product_id]))
         product.product_id = retailer_id
         product.sources["product_id"] = "meta:product:retailer_item_id"
+    full = completed_title(
+        product.title,
+        without_site_name(clean_title(metas.first("og:title")), clean_title(metas.first("og:site_name"))),
+        clean_title(metas.first("twitter:title")),
+    )
+    if full != product.title:
+        product.title = full
+        product.sources["title"] = "meta:og:title"
     if not product.images:
         product.images = image_urls(metas.all("og:image") + metas.all("og:image:url"), url)
         if product.images:
@@ -561,6 +575,13 @@ def _normalize(
     images = image_urls(shown.get("image"), url)
     if group is not None or not images:
         images += [u for u in image_urls(head.get("image"), url) if u not in images]
+    if not images:
+        # The offer's `itemOffered` describing this product with its picture (CVS: the Product
+        # names no image, its offer's `IndividualProduct` of the same name does).
+        for _, offer in offers:
+            item = offer.get("itemOffered")
+            if isinstance(item, dict) and clean_title(item.get("name")) in (None, title):
+                images += [u for u in image_urls(item.get("image"), url) if u not in images]
     category = (
         _category(head.get("category") or shown.get("category"))
         or _category(property_value([head, shown], "category"))
@@ -806,6 +827,26 @@ def _microdata_products(tree: lxml_html.HtmlElement, url: str) -> list[dict[str,
             continue
         stack.extend(v for v in node.values() if isinstance(v, dict))
     return found
+
+
+def _page_lang(tree: lxml_html.HtmlElement, metas: _Metas) -> str | None:
+    """The page's language tag, with the market's region where the page states one: `lang="en"`
+    beside `og:locale` "en_US" or `<meta http-equiv="content-language" content="en-us">` is
+    "en-us" (a region of another language than the page's is not this page's)."""
+    lang = (tree.get("lang") or "").strip() or None
+    if lang and "-" in lang.replace("_", "-"):
+        return lang
+    stated = [metas.first("og:locale")] + [
+        m.get("content")
+        for m in tree.iter("meta")
+        if (m.get("http-equiv") or "").lower() == "content-language"
+    ]
+    for tag in stated:
+        tag = (tag or "").strip()
+        found = re.fullmatch(r"([A-Za-z]{2,3})[-_][A-Za-z]{2}", tag)
+        if found and (lang is None or found.group(1).lower() == lang.lower()):
+            return tag
+    return lang or (metas.first("og:locale") or None)
 
 
 class _Metas:

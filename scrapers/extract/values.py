@@ -90,6 +90,24 @@ def clean_title(value: Any) -> str | None:
     return " ".join(text.split()) if text else None
 
 
+def completed_title(title: str | None, *fuller: str | None) -> str | None:
+    """A title the page cut short ("… Car Seat Pad Pain...", a heading shortened to its box)
+    completed by another statement of it that starts with the same words (`og:title`); else
+    the title as it is."""
+    if not title or not title.endswith(("...", "…")):
+        return title
+    stem = title.rstrip(".…").rstrip().casefold()
+    for other in fuller:
+        if (
+            other
+            and len(other) > len(stem)
+            and other.casefold().startswith(stem)
+            and not other.endswith(("...", "…"))
+        ):
+            return other
+    return title
+
+
 def without_site_name(title: str | None, site_name: str | None) -> str | None:
     """`title` less a trailing site name the page declares (`og:site_name`) after a separator:
     "Pink camera by メルカリ", "Linen shirt | Shop", "Linen shirt - Shop". Shops append their own
@@ -298,16 +316,23 @@ def url_key(url: str) -> str:
     return path or url
 
 
-_ITEM_SEGMENT = re.compile(r"(?P<id>[A-Za-z]{0,2}\d{6,20})(?:\.html?)?")
+_ITEM_SEGMENT = re.compile(
+    r"(?:[A-Za-z]{1,2}-)?(?P<id>[A-Za-z]{0,2}\d{6,20})(?:\.html?)?"  # `32993251330.html`, `R-230657`
+    r"|(?P<lead>\d{6,20})-[^\W\d_][\w-]*"  # `1190485849-marmont-hill-floral-crown-skull`
+    # `tiffany-novo-diamond-ring-30399048`; a slug of two words or more, not a `pgid-11161311` pair
+    r"|(?=[\w-]*[^\W\d_])(?:[^\W_]+-){2,}(?P<tail>[A-Za-z]?\d{6,20})(?:\.html?)?"
+)
 
 
 def url_item_id(url: str) -> str | None:
-    """The item number a marketplace URL ends in (`/item/32993251330.html`, `/item/m73194523815`,
-    `/itm/123456789012`): a last path segment of six digits or more, after at most two letters.
-    A slug (`/products/linen-shirt-42`) names no number alone."""
+    """The item number a product URL ends in (`/item/32993251330.html`, `/item/m73194523815`,
+    `/itm/123456789012`, `/_/R-230657`): a last path segment of six digits or more, after at
+    most two letters, or a slug that starts or ends with such a number (`…/1190485849-floral-
+    crown-skull`, `…/novo-diamond-ring-30399048`, `…-setting-spray-P263504`). Fewer digits name no item
+    (`/products/linen-shirt-42`, `/p/12345`: a size, a year, a page)."""
     segment = urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1]
     found = _ITEM_SEGMENT.fullmatch(segment)
-    return found.group("id") if found else None
+    return (found.group("id") or found.group("lead") or found.group("tail")) if found else None
 
 
 # The classes sites give text that only screen readers read (eBay's "Details about" before a
@@ -412,12 +437,13 @@ def image_urls(value: Any, base: str | None) -> list[str]:
 
 _MATERIAL_LABEL = (
     r"materials?|materiale|material oberstoff|obermaterial|au(?:ß|ss)enmaterial|composition|composici[oó]n|"
-    r"composizione|zusammensetzung|mati[eè]re|fabric|shell|upper|tissu|tejido|stoff"
+    r"composizione|zusammensetzung|mati[eè]re|fabric(?!at)|shell|upper|tissu|tejido|stoff|"
+    r"(?:fabric |fib(?:er|re) )?content"  # "Content: 85% polyester/13% rayon" (a composition only)
 )
 _COLOR_LABEL = r"colou?r|farbe|couleur|colore|kleur|färg|farge|farve"
 _LABEL_LINE = re.compile(
     rf"(?i)(?:^|(?<=[\s(\-•·*]))(?P<label>{_MATERIAL_LABEL})(?P<care>\s*(?:&|and|und|et|y)\s*(?:care|pflege\w*|entretien|cuidados))?"
-    rf"(?:\s+\w+)?\s*(?P<colon>:)?\s*(?P<value>[^\n]*)$"
+    rf"(?:\s+(?!\d)\w+)?\s*(?P<colon>:)?\s*(?P<value>[^\n]*)$"  # "Material composition:", not "Material 100%"
 )
 _COLOR_LINE = re.compile(rf"(?i)(?:^|(?<=\s))(?:{_COLOR_LABEL})\s*(?P<colon>:)?\s*(?P<value>[^\n]*)$")
 _PCT_FIRST = re.compile(r"(\d{1,3}(?:[.,]\d+)?)\s*%\s*([^\W\d_]+(?:[ -][^\W\d_]+)?)", re.UNICODE)
@@ -433,6 +459,9 @@ _INNER_FIELD = re.compile(
     r"\b[^:\n]{0,20}:"
 )
 _SUB_LABEL = re.compile(r"^[^\W\d_][^:\d\n]{0,30}:\s*")  # "Oberseite:", "Shell:", "Außenmaterial:"
+# A lower-case word just before a label with no colon: the label word runs on in a sentence
+# ("a variety of materials such as aluminium", "soft plush fabric, velour lined ears").
+_RUNNING_WORD = re.compile(r"(?<![^\W\d_])[a-zäöüßàâçéèêëîïôûùüÿñæœ]+\s+$")
 _NEXT_LABEL = re.compile(r"\s+(?:[A-ZÄÖÜ][^\W\d_]*\s?){1,3}:\s.*$")  # "… Lining: Cotton 100%"
 
 
@@ -524,6 +553,8 @@ def _labelled_material(text: str, *, bare: bool) -> str | None:
         match = _LABEL_LINE.search(line)
         if not match or _INNER_PART.search(line[: match.start("label")]):
             continue
+        if not match.group("colon") and _RUNNING_WORD.search(line[: match.start("label")]):
+            continue  # mid-sentence, no field: "printed on a variety of materials such as …"
         value, alone = match.group("value").strip(), False
         if not value:  # "Material" alone on its line: the value is the next line
             if line[: match.start()].strip(" -•·*("):
@@ -540,6 +571,8 @@ def _labelled_material(text: str, *, bare: bool) -> str | None:
             if _prose(value):  # "This premium knit cardigan is made from 100% top quality …"
                 continue
             return value
+        if match.group("label").lower().endswith("content"):
+            continue  # "Content" names a material only as a composition ("Content: 3 items")
         if not bare and not _parts(value) and _mentions_material(value) and len(value.split()) <= 8:
             return value
         if not bare:
@@ -592,10 +625,17 @@ def find_material(*texts: str | None) -> str | None:
 
 
 def without_color_code(value: str) -> str:
-    """A colour name without the shop's colour number before it (Uniqlo's "69 NAVY"), when the
-    rest is a colour of the vocabulary; any other value as it is."""
-    coded = re.fullmatch(r"\d{1,4}\s+(\D+)", value)
+    """A colour name without the shop's colour number before it (Uniqlo's "69 NAVY") or its
+    fabric code after it (La-Z-Boy's "Olive B942323"), when the rest is a colour of the
+    vocabulary; any other value as it is."""
+    coded = re.fullmatch(r"\d{1,4}\s+(\D+)", value) or re.fullmatch(
+        r"(\D+?)\s+[A-Z]{0,3}\d{4,}[A-Z]{0,3}", value
+    )
     return coded.group(1) if coded and color_value(coded.group(1)) else value
+
+
+# An option box's prompt where its chosen value would be ("Please select a size", "Choose …").
+_PROMPT = re.compile(r"(?i)^(?:please\s+)?(?:select|choose|pick)\b")
 
 
 def find_color(*texts: str | None) -> str | None:
@@ -614,6 +654,8 @@ def find_color(*texts: str | None) -> str | None:
                 value = next((v for v in lines[index + 1 : index + 3] if v and not _COLOR_LINE.match(v)), "")
             elif not match.group("colon") and not _all_colors(value):
                 continue
+            if value.endswith(":") or _PROMPT.match(value):
+                continue  # an empty option box: "Color: Please select a size:"
             value = without_color_code(_tidy(_NEXT_LABEL.sub("", value)))
             if value and len(value) <= 40 and len(value.split()) <= 5 and not re.search(r"[\d{}<>()]", value):
                 return value

@@ -145,8 +145,9 @@ def test_corpus_is_real_sized_and_documented():
     assert all(p.stat().st_size < 200_000 for p in payloads)
     # 5 MB until issue 27's visible-page pages (Amazon pages trimmed to ~100 kB each) grew the dev split;
     # 8 MB until its marketplace round (eBay, Flipkart, Mercado Libre and more pages, ~150 kB each);
-    # 10 MB until its storefront round (15 pages of the held-out split's kinds, ~80 kB each).
-    assert sum(p.stat().st_size for p in payloads) < 12_000_000
+    # 10 MB until its storefront round (15 pages of the held-out split's kinds, ~80 kB each);
+    # 12 MB until its seventh round (15 more US storefronts and pages with no product markup).
+    assert sum(p.stat().st_size for p in payloads) < 13_000_000
     splits = [
         json.loads(p.read_text(encoding="utf-8")).get("split", "dev")
         for p in (CORPUS / "expected").glob("*.json")
@@ -201,8 +202,11 @@ def test_every_payload_names_its_public_source_and_none_is_excluded():
 # the floor since; held-out unchanged.
 # Sixth round (storefronts of the held-out split's kinds: 15 dev pages scored 86/117 before any rule
 # for them, 1010/1040 after; 8 more scored 47/59 under those rules, then the review's narrowing):
-# dev 1065/1099 = 96.9%, messy 861/895 = 96.2%, the floor since; held-out unchanged.
-FLOORS = {"dev": (0.969, 0.962), "heldout": (0.82, 0.75)}
+# dev 1065/1099 = 96.9%, messy 861/895 = 96.2%; held-out unchanged.
+# Seventh round (24 US department, home and speciality store pages and pages with no product
+# markup, scored 58/81, 20/31 and 60/70 before the rules each batch showed; 159/181 after):
+# dev 1224/1280 = 95.6%, messy 1020/1076 = 94.8%, the floor since; held-out unchanged.
+FLOORS = {"dev": (0.956, 0.947), "heldout": (0.82, 0.75)}
 
 
 @pytest.mark.parametrize("split", SPLITS)

@@ -235,12 +235,12 @@ def test_an_amazon_marketplace_names_its_currency_only_when_the_price_agrees(url
 def test_a_structured_products_gaps_are_filled_only_from_what_the_page_states():
     """Pages with markup (platforms' dev pages): a variant <select>'s options and its "Clear" link
     are choices, not the product's colour or material; a brand named "Cream Co." gives no colour;
-    a composition outranks a bare labelled name; a brand given as its page's URL is its name; a
+    a composition outranks a bare labelled name; a brand given as a link is the link's text; a
     missing brand comes from a "Marke" field."""
     bean_bag = _extract("portia_ariika-willow-bean-bag").products[0]
     assert (bean_bag.color, bean_bag.material) == (None, None)
     assert _extract("trendyol_cream-co-moisturizer").products[0].color is None
     assert _extract("portia_ikea-eg-moshult").products[0].material == "64% cotton, 36% polyester"
-    assert _extract("portia_oriflame-eg-activelle-31270").products[0].brand == "activelle"
+    assert _extract("portia_oriflame-eg-activelle-31270").products[0].brand == "Activelle"
     grease = _extract("traf_toralin-xado-schmierfett").products[0]
     assert (grease.brand, grease.sources["brand"]) == ("XADO", "html:field")

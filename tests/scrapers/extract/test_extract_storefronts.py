@@ -79,10 +79,11 @@ def test_a_capitalised_property_is_the_schema_org_one():
 
 
 def test_a_structured_product_takes_the_category_its_breadcrumb_shows():
-    # Overstock's microdata Product names no category; its breadcrumb element does.
+    # Overstock's microdata Product names no category; its breadcrumb does (data-vocabulary.org
+    # `Breadcrumb` items, read as microdata since the seventh round; before, its element).
     product = _shown("fathom_overstock-dream-man-arm-pillow")
     assert product.category_path == ["Bedding & Bath Store", "Pillows & Protectors", "Pillows"]
-    assert product.sources["category_path"] == "html:breadcrumb"
+    assert product.sources["category_path"] == "microdata"
     # Target's trail starts with "Target", a link to "/": the site's home, by its link.
     assert _shown("fathom_target-hairpin-stool-walnut").category_path == [
         "furniture",
@@ -254,21 +255,23 @@ def test_an_id_the_markup_and_the_url_both_state_keys_the_product(tmp_path):
     rows = lake.read("products", columns=["product_id", "first_seen_at"]).to_pylist()
     assert {r["product_id"] for r in rows} == {old_id}
     assert {r["first_seen_at"] for r in rows} == {first_seen}
-    # Two different skus in the markup (recommended products') are no answer: the URL key stays.
+    # Two different skus in the markup (recommended products') are no answer: the URL key stays
+    # (a URL whose last segment is no item number: `…/A-52062126` alone keys by its number).
     page = (
         '<html><body><div itemscope itemtype="http://schema.org/Product"><h1 itemprop="name">Stool</h1>'
         '<div itemprop="offers" itemscope itemtype="http://schema.org/Offer"><meta itemprop="price" content="29.99">'
         '<meta itemprop="priceCurrency" content="USD"></div></div>'
         '<meta itemprop="sku" content="52062126"><meta itemprop="sku" content="99911122"></body></html>'
     )
-    stool = _one(page, "https://www.target.com/p/stool/-/A-52062126")
-    assert stool.product_id == "/p/stool/-/A-52062126"
+    stool = _one(page, "https://www.target.com/p/stool/-/A-52062126/details")
+    assert stool.product_id == "/p/stool/-/A-52062126/details"
     # One sku the URL does not state is no answer either.
     one_other = page.replace('<meta itemprop="sku" content="99911122">', "").replace(
         "52062126", "11122233", 1
     )
     assert (
-        _one(one_other, "https://www.target.com/p/stool/-/A-52062126").product_id == "/p/stool/-/A-52062126"
+        _one(one_other, "https://www.target.com/p/stool/-/A-52062126/details").product_id
+        == "/p/stool/-/A-52062126/details"
     )
 
 
