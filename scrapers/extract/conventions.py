@@ -69,7 +69,8 @@ def property_value(nodes: list[dict[str, Any]], fact: str) -> str | None:
 # A statement that the product cannot be bought now, though a button may still be on the page:
 # "coming soon", "in stock soon", "back in stock", "notify me", "pre-order", "expected …".
 NOT_YET = re.compile(
-    r"(?i)\b(?:coming soon|(?:in|back in) stock soon|back in stock|notify me|pre-?order|"
+    r"(?i)\b(?:coming soon|(?:in|back in) stock soon|back in stock|notify me|pre-?order|discontinued|"
+    r"no longer (?:available|sold|carried)|call for (?:availability|price)|"
     r"expected (?:in stock|on|by)|demnächst|bald (?:wieder )?verfügbar|bientôt disponible|"
     r"prochainement|próximamente|in arrivo|binnenkort)\b"
 )
@@ -91,11 +92,11 @@ def buy_control_stock(controls: list[Any], out_of_stock: re.Pattern[str], page_t
     page's text outside product cards states neither an out-of-stock phrase (`out_of_stock`) nor
     one of `NOT_YET`. None otherwise: a disabled or hidden button, "Sold out", "Notify me when in
     stock" or "In stock soon" leaves the stock unknown."""
-    own = [
-        c
-        for c in controls
-        if (c.tag != "a" or _script_link(c)) and (c.tag == "form" or _ADDS.search(_label(c)))
-    ]
+    adds = [c for c in controls if c.tag == "form" or _ADDS.search(_label(c))]
+    scripted = [c for c in adds if c.tag == "a" and _script_link(c)]
+    # One script link is the product's own button; several are a row of other products'
+    # quick-add links ("Complete the look") on a page too small for product cards.
+    own = [c for c in adds if c.tag != "a" or (c in scripted and len(scripted) == 1)]
     if not own or any(_disabled(c) for c in own):
         return None
     if any(c.tag == "form" and not _submits(c) for c in own):

@@ -350,7 +350,7 @@ def html_product(
     material = _pick(sources, "material", _field_material(fields), "html:field")
     material = material or _pick(sources, "material", _composition_element(body, cards), "html:composition")
     material = material or _pick(sources, "material", find_composition(detail()), "html:composition")
-    category = _pick(sources, "category_path", _breadcrumb(body, cards, title), "html:breadcrumb")
+    category = _pick(sources, "category_path", _breadcrumb(body, cards, title, canonical), "html:breadcrumb")
     return NormalizedProduct(
         product_id=product_id or url_key(canonical),
         # The page's URL key, which identifier rules added since (the item number, "Art.No.")
@@ -516,6 +516,9 @@ def _text(element: lxml_html.HtmlElement) -> str:
 # not shown ("$19.99 <sup class="ng-hide">$19.99</sup>" shows one amount). Not Bootstrap's
 # `hidden-xs`: hidden on phones only.
 _DISPLAY_NONE = frozenset({"ng-hide", "d-none", "hidden", "hide", "is-hidden", "displaynone"})
+# A class that shows the element again from a screen width on (Bootstrap's `d-none d-md-inline`,
+# Tailwind's `hidden md:block`): hidden on phones only, shown on a desktop.
+_SHOWN_AT = re.compile(r"^(?:d-(?:sm|md|lg|xl|xxl)-|(?:sm|md|lg|xl|2xl):)(?!hidden$)")
 
 
 def _undisplayed_text(element: lxml_html.HtmlElement) -> str:
@@ -525,8 +528,9 @@ def _undisplayed_text(element: lxml_html.HtmlElement) -> str:
     parts: list[str] = []
 
     def walk(node: lxml_html.HtmlElement, top: bool) -> None:
+        classes = set((node.get("class") or "").lower().split())
         if not top and (
-            _DISPLAY_NONE & set((node.get("class") or "").lower().split())
+            (_DISPLAY_NONE & classes and not any(_SHOWN_AT.match(c) for c in classes))
             or node.get("hidden") is not None
             or re.search(r"display\s*:\s*none", node.get("style") or "", re.I)
         ):
@@ -716,22 +720,74 @@ def page_price(
     (price, currency or None, source). Only inside the page's one microdata Product element
     (GODIVA's `<div itemscope itemtype=…/Product>` holding `<span class="price-sales">$51.95`)
     or, with no Product element, the small block around the `<h1>` naming the product (a JSON-LD
-    Product with `"price": ""`, CVS; none at all, Tiffany): a related product's, a shipping
-    banner's or a footer's price elsewhere on the page is not this product's."""
+    Product with `"price": ""`, CVS; none at all, Tiffany), where only a bare amount counts
+    (`_heading_price`): a related product's, a shipping banner's or a footer's price elsewhere on
+    the page is not this product's."""
     cards = _cards(body) if cards is None else cards
     scopes = product_elements(body)
     if len(scopes) > 1:
         return None
-    for scope in scopes or _heading_blocks(body, title):
-        text, source = _price_text(scope, {}, cards)
-        price = parse_price(text, lang=lang) if text else None
-        if text and price:
-            return price, currency_of(text, lang, url) or marketplace_currency(url, text), source
-    return None
+    if scopes:
+        text, source = _price_text(scopes[0], {}, cards)
+    else:
+        text, source = _heading_price(body, title, cards)
+    price = parse_price(text, lang=lang) if text else None
+    if not text or not price:
+        return None
+    return price, currency_of(text, lang, url) or marketplace_currency(url, text), source
 
 
 _HEADING_BLOCK_LEVELS = 3  # a heading's parent, grandparent, great-grandparent
 _HEADING_BLOCK_CHARS = 1500  # more text than a product's title block holds: the page's layout
+# Prices beside a title that are not the one it sells at: a manufacturer's or former price, a
+# member's, a financing instalment, an add-on's or a protection plan's, a promotion's.
+_NOT_HEADING_PRICE = re.compile(
+    r"(?i)msrp|(?<![a-z])reg(?:ular)?(?![a-z])|member|promo|financ|affirm|klarna|afterpay|install|monthly|"
+    r"add-?on|accessor|upsell|bundle|warranty|protection|gift"
+)
+# A shop that withholds the price until the cart or a sign-in (US minimum advertised prices).
+_WITHHELD = re.compile(
+    r"(?i)(?:see|view|show)\s+(?:the\s+|our\s+)?(?:price|pricing)\s+in\s+(?:the\s+|your\s+)?(?:cart|bag|basket|checkout)|"
+    r"add\s+to\s+(?:cart|bag|basket)\s+to\s+see|(?:sign|log)\s*in\s+(?:to\s+see|for)|price\s+in\s+cart"
+)
+_BARE_PRICE_WORD = re.compile(r"(?i)^(?:price|our price|sale|sale price|now)\s*:?\s*")
+
+
+def _heading_price(
+    body: lxml_html.HtmlElement, title: str | None, cards: set[lxml_html.HtmlElement]
+) -> tuple[str | None, str]:
+    """The one bare amount ("$34,300", "Price: $19.99") an element named for a price shows in the
+    block around the `<h1>` that names the product, when that block holds the whole title and
+    says nothing of a price withheld until the cart; never an element named for another price
+    (MSRP, regular, member, financing, add-on, warranty) or one whose text says more than the
+    amount ("MSRP: $349.99", "Free shipping over $75", "As low as $29/mo")."""
+    name = _squash(title)
+    for block in _heading_blocks(body, title):
+        block_text = " ".join(block.text_content().split())
+        if name not in _squash(block_text) or _WITHHELD.search(block_text):
+            continue
+        for element in block.iter():
+            if not isinstance(element.tag, str) or _in_card(element, cards):
+                continue
+            hint = _hint(element)
+            if not _PRICE_HINT.search(hint) or _NOT_PRICE.search(hint) or _NOT_HEADING_PRICE.search(hint):
+                continue
+            text = _undisplayed_text(element)
+            amount = _BARE_PRICE_WORD.sub("", text, count=1)
+            if _MONEY_TEXT.fullmatch(amount) and not _other_price(element, text):
+                where = (
+                    f"#{element.get('id')}"
+                    if element.get("id")
+                    else f".{(element.get('class') or '').split()[0]}"
+                )
+                return amount, f"html:price-element {element.tag}{where}"
+    return None, ""
+
+
+def _squash(text: str | None) -> str:
+    """Text without case or spaces, for "is this title in that block" ("Tiffany Novo®<h1>Diamond
+    Ring</h1>" holds "Tiffany Novo® Diamond Ring")."""
+    return "".join((text or "").casefold().split())
 
 
 def _heading_blocks(body: lxml_html.HtmlElement, title: str | None) -> list[lxml_html.HtmlElement]:
@@ -1289,6 +1345,10 @@ def _field_material(fields: list[tuple[str, str, bool]]) -> str | None:
             continue
         value = re.split(r"\s*/?\s+(?:[A-ZÄÖÜ][^\W\d_]*\s?){1,3}:\s", value)[0].strip(" /;,.")
         found = find_composition(value, labelled=True)
+        if label.lower().endswith("content"):  # "Content" | a fibre composition, nothing else
+            if found and textile_fibre(found):
+                return found
+            continue
         if found:
             return found
         if material_value(value):
@@ -1342,7 +1402,10 @@ def _site_root(href: str | None) -> bool:
 
 
 def _breadcrumb(
-    body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement], title: str | None = None
+    body: lxml_html.HtmlElement,
+    cards: set[lxml_html.HtmlElement],
+    title: str | None = None,
+    url: str | None = None,
 ) -> list[str] | None:
     """The category path a breadcrumb shows (Amazon's "Clothing › Women › Dresses"): the links
     of the first element named for one, a leading "Home" dropped: at least two, or one after the
@@ -1366,8 +1429,10 @@ def _breadcrumb(
         homed = bool(crumbs) and bool(_HOME.match(crumbs[0][0]) or _site_root(crumbs[0][1]))
         if homed:
             crumbs = crumbs[1:]  # the site's home, by name or by its link ("Target" → "/")
-        if crumbs and title and crumbs[-1][0].casefold() == title.casefold():
-            crumbs = crumbs[:-1]  # the trail's last link is the product itself
+        if crumbs and (
+            (title and crumbs[-1][0].casefold() == title.casefold()) or _this_page(crumbs[-1][1], url)
+        ):
+            crumbs = crumbs[:-1]  # the trail's last link is the product itself (its name, its page)
         links = crumb_path(crumbs)
         if links is None:
             continue  # a search between categories: the shopper's path, not the catalogue's
@@ -1375,18 +1440,31 @@ def _breadcrumb(
         if len(links) % 2 == 0 and links[:half] == links[half:]:
             links = links[:half]  # one element holding the trail twice (a desktop and a mobile copy)
         # One category after the site's home is a path ("Home > Grossest Gifts"); one link
-        # alone is a way back ("‹ Back to search results").
-        if len(links) >= 2 or (homed and len(links) == 1):
+        # alone is a way back ("‹ Back to search results"), and one the title starts with is
+        # the product's own ("Home › Linen Shirt" on "Linen Shirt - Navy").
+        if len(links) >= 2:
+            return links
+        if homed and len(links) == 1 and not (title and title.casefold().startswith(links[0].casefold())):
             return links
     return None
 
 
+def _this_page(href: str | None, url: str | None) -> bool:
+    """Whether a link goes to the page itself (its path, whatever the host or query)."""
+    if not href or not url or href.strip().startswith("#"):
+        return False
+    return urlsplit(absolute_url(href.strip(), url) or "").path.rstrip("/") == urlsplit(url).path.rstrip("/")
+
+
 def page_breadcrumb(
-    body: lxml_html.HtmlElement, title: str | None, cards: set[lxml_html.HtmlElement] | None = None
+    body: lxml_html.HtmlElement,
+    title: str | None,
+    cards: set[lxml_html.HtmlElement] | None = None,
+    url: str | None = None,
 ) -> list[str] | None:
     """The category path the page's own breadcrumb element shows (see `_breadcrumb`), the
-    product's own last crumb (its title) left out."""
-    return _breadcrumb(body, _cards(body) if cards is None else cards, title)
+    product's own last crumb (its title, or a link to `url` itself) left out."""
+    return _breadcrumb(body, _cards(body) if cards is None else cards, title, url)
 
 
 def _stock_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> str | None:

@@ -33,6 +33,11 @@ def microdata_items(tree: lxml_html.HtmlElement, url: str) -> list[dict[str, Any
     return out
 
 
+def microdata_item(element: lxml_html.HtmlElement, url: str) -> dict[str, Any]:
+    """The item an `itemscope` element states, in the uniform shape `microdata_items` gives."""
+    return _item(element, url, 0)
+
+
 def product_elements(root: lxml_html.HtmlElement) -> list[lxml_html.HtmlElement]:
     """The elements below `root` that are a schema.org Product item (`itemscope`, `itemtype`
     ending in "Product"), in page order."""
@@ -82,10 +87,11 @@ def _item(element: lxml_html.HtmlElement, url: str, depth: int) -> dict[str, Any
     if depth > MAX_DEPTH:
         return item
     for prop in _properties(element):
-        value = _item(prop, url, depth + 1) if prop.get("itemscope") is not None else _value(prop, url)
-        if value in (None, ""):
-            continue
+        nested = _item(prop, url, depth + 1) if prop.get("itemscope") is not None else None
         for name in (prop.get("itemprop") or "").split():
+            value = nested if nested is not None else _value(prop, url, name)
+            if value in (None, ""):
+                continue
             # schema.org's property names start lower-case; a template's `itemprop="Color"`
             # (Walmart) means `color`. Full URLs (`http://schema.org/color`) stay as written.
             if name[:1].isupper() and ":" not in name:
@@ -114,11 +120,12 @@ def _properties(element: lxml_html.HtmlElement) -> list[lxml_html.HtmlElement]:
     return out
 
 
-def _value(element: lxml_html.HtmlElement, url: str) -> Any:
+def _value(element: lxml_html.HtmlElement, url: str, name: str | None = None) -> Any:
+    """The value of `element`'s property `name` (all its properties' when None)."""
     tag = element.tag.lower() if isinstance(element.tag, str) else ""
     if element.get("content") is not None:
         return element.get("content").strip()
-    names = (element.get("itemprop") or "").split()
+    names = [name] if name else (element.get("itemprop") or "").split()
     if tag in ("a", "area") and _TEXT_PROPS & set(names) and shown_text(element):
         # By the microdata spec a link's value is its href; a template's `<a itemprop="name"
         # href="/search?q=brand:…">Marmont Hill</a>` names the brand by its text, not by a URL.

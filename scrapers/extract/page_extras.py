@@ -51,7 +51,8 @@ _PRICE_LABEL = re.compile(r"(?i)^\s*(?:price|preis|prix|precio|prezzo|pris|prijs
 _CODE_AMOUNT = re.compile(r"^\s*([A-Z]{3})\s?\d|\d\s?([A-Z]{3})\s*$")
 
 
-_BRAND_LABEL = re.compile(r"(?i)^\s*(?:brand|marke|marque|marca|merk|vendor)\s*:?\s*$")
+# Not "Vendor": on a marketplace the vendor is the seller, not the brand.
+_BRAND_LABEL = re.compile(r"(?i)^\s*(?:brand|marke|marque|marca|merk)\s*:?\s*$")
 
 
 def twitter_card_field(metas: dict[str, list[str]], fact: str) -> str | None:
@@ -199,28 +200,56 @@ def markup_url_id(tree: lxml_html.HtmlElement, canonical: str) -> str | None:
 
 
 def microdata_breadcrumbs(tree: lxml_html.HtmlElement, url: str) -> list[dict[str, Any]]:
-    """The page's microdata `BreadcrumbList` items, in the JSON-LD shape `_breadcrumbs` reads."""
+    """The page's microdata `BreadcrumbList` items, in the JSON-LD shape `_breadcrumbs` reads, and
+    Google's former data-vocabulary.org `Breadcrumb` items (`title`, `url`; side by side or each
+    the `child` of the one before, La-Z-Boy 2017) of the page's first trail as one more list."""
     from lookbench_live.scrapers.extract.jsonld import type_names
     from lookbench_live.scrapers.extract.microdata import microdata_items
 
-    items = microdata_items(tree, url)
-    lists = [n for n in items if "breadcrumblist" in type_names(n)]
-    # Google's former data-vocabulary.org format: one `Breadcrumb` item per crumb (`title`,
-    # `url`), side by side or each the `child` of the one before (La-Z-Boy, 2017).
+    lists = [n for n in microdata_items(tree, url) if "breadcrumblist" in type_names(n)]
     crumbs: list[tuple[str, Any]] = []
-    stack = [n for n in items if "breadcrumb" in type_names(n)]
-    while stack:
-        node = stack.pop(0)
-        name = node.get("title") or node.get("name")
-        if isinstance(name, str) and name.strip() and (name, node.get("url")) not in crumbs:
-            crumbs.append((name, node.get("url")))
-        child = node.get("child")
-        if isinstance(child, dict):
-            stack.insert(0, child)
+    for node in _first_trail(tree, url):
+        while isinstance(node, dict):  # a crumb and the `child` chain below it
+            name = node.get("title") or node.get("name")
+            if isinstance(name, str) and name.strip() and (name, node.get("url")) not in crumbs:
+                crumbs.append((name, node.get("url")))
+            node = node.get("child")
     if crumbs:
         elements = [{"position": i + 1, "name": n, "item": u} for i, (n, u) in enumerate(crumbs)]
         lists.append({"@type": "BreadcrumbList", "itemListElement": elements})
     return lists
+
+
+_TRAIL_LEVELS = 4  # a crumb's `<span>` in an `<li>` in a `<ul>` in a `<nav>`
+
+
+def _first_trail(tree: lxml_html.HtmlElement, url: str) -> list[dict[str, Any]]:
+    """The top-level data-vocabulary `Breadcrumb` items of the page's first trail: those inside
+    the nearest holder of the first one that holds more than it (a footer's "Help" crumb, or a
+    second trail elsewhere, is not part of it)."""
+    from lookbench_live.scrapers.extract.microdata import microdata_item
+
+    found = [
+        e
+        for e in tree.iter()
+        if isinstance(e.tag, str)
+        and e.get("itemscope") is not None
+        and (e.get("itemtype") or "").rstrip("/").lower().endswith("data-vocabulary.org/breadcrumb")
+        and e.get("itemprop") is None  # a `child` belongs to the crumb above it
+    ]
+    if not found:
+        return []
+    trail = [found[0]]
+    holder = found[0].getparent()
+    for _ in range(_TRAIL_LEVELS):
+        if holder is None:
+            break
+        inside = [e for e in found if holder in e.iterancestors()]
+        if len(inside) > 1:
+            trail = inside
+            break
+        holder = holder.getparent()
+    return [microdata_item(e, url) for e in trail]
 
 
 # A site's home: its root, or a locale's root ("/no/", "/en-gb/").
@@ -248,13 +277,15 @@ _SEARCH_NAME = re.compile(
 
 # Links in a trail that name no category: a way back ("Back", "‹ Back to results"; not "Back to
 # School"), a page of the trail ("Next"), the whole catalogue ("All Products", "Browse Products",
-# Cafe24's "CATEGORIES"), a link to all of a category's items
+# Cafe24's "CATEGORIES", "Shop", WooCommerce's default "Uncategorized", Shopify's "Home page"
+# collection), the shopper's account, a link to all of a category's items
 # (Walmart's "See all Car Seats" after "Car Seats"), a label cut short ("See more Size 10 - PUMA
 # RS-Dreamer x J. Cole Aquarius 2...": eBay's catalog product).
 _NO_CATEGORY = re.compile(
     r"(?i)^(?:[‹«<←]\s*)?(?:back(?:\s+to\s+(?:(?:search\s+)?results|search|list|overview|previous(?:\s+page)?))?$"
     r"|(?:see (?:all|more)|view all|shop all)\b|(?:next|prev(?:ious)?)$"
-    r"|(?:all |browse )?(?:products|categories)$)|(?:\.\.\.|…)$"
+    r"|(?:all |browse )?(?:products|categories)$|uncategori[sz]ed$|(?:the )?(?:shop|store)$|home ?page$|front ?page$"
+    r"|(?:my )?account$|(?:log|sign) ?in$)|(?:\.\.\.|…)$"
 )
 
 
@@ -354,7 +385,7 @@ def fill_stated(
         if product.availability:
             product.sources["availability"] = "html:availability-element"
     if not product.category_path:
-        product.category_path = page_breadcrumb(body, product.title, cards) or []
+        product.category_path = page_breadcrumb(body, product.title, cards, canonical) or []
         if product.category_path:
             product.sources["category_path"] = "html:breadcrumb"
     if product.price is None and product.price_max is None:

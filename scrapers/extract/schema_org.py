@@ -529,7 +529,8 @@ def _normalize(
     shown = _shown(members, url) or group or {}
     head = group or shown
     nodes = ([group] if group else []) + members
-    offers = [(node, offer) for node in nodes for offer in _offers(node)]
+    # An offer of another kind of thing (a warranty `Service`) is not this product's price.
+    offers = [(node, offer) for node in nodes for offer in _offers(node) if not _offers_other(offer)]
     priced = []
     for node, offer in offers:
         low, high, currency, availability, list_price = _offer_values(offer, lang)
@@ -628,6 +629,14 @@ def _normalize(
         published_at=parse_datetime(_scalar(head.get("datePublished")) or _scalar(head.get("releaseDate"))),
         updated_at=parse_datetime(_scalar(head.get("dateModified"))),
     )
+
+
+def _offers_other(offer: dict[str, Any]) -> bool:
+    """Whether an offer's `itemOffered` is another kind of thing than a product (a `Service`: a
+    protection plan sold beside it). A variant's own name ("Shirt - Blue / M") is still this
+    product's offer."""
+    item = offer.get("itemOffered")
+    return isinstance(item, dict) and bool(item.get("@type")) and not type_names(item) & PRODUCT_TYPES
 
 
 # Identifier properties in the order they name this product (a sku over a barcode).
@@ -831,22 +840,22 @@ def _microdata_products(tree: lxml_html.HtmlElement, url: str) -> list[dict[str,
 
 def _page_lang(tree: lxml_html.HtmlElement, metas: _Metas) -> str | None:
     """The page's language tag, with the market's region where the page states one: `lang="en"`
-    beside `og:locale` "en_US" or `<meta http-equiv="content-language" content="en-us">` is
-    "en-us" (a region of another language than the page's is not this page's)."""
+    beside `<meta http-equiv="content-language" content="en-us">` is "en-us" (a region of
+    another language than the page's is not this page's). `og:locale` only for a page with no
+    `lang`: templates leave Facebook's default "en_US" on English shops of every market."""
     lang = (tree.get("lang") or "").strip() or None
-    if lang and "-" in lang.replace("_", "-"):
+    if lang is None:
+        return metas.first("og:locale") or None
+    if "-" in lang.replace("_", "-"):
         return lang
-    stated = [metas.first("og:locale")] + [
-        m.get("content")
-        for m in tree.iter("meta")
-        if (m.get("http-equiv") or "").lower() == "content-language"
-    ]
-    for tag in stated:
-        tag = (tag or "").strip()
+    for meta in tree.iter("meta"):
+        if (meta.get("http-equiv") or "").lower() != "content-language":
+            continue
+        tag = (meta.get("content") or "").strip()
         found = re.fullmatch(r"([A-Za-z]{2,3})[-_][A-Za-z]{2}", tag)
-        if found and (lang is None or found.group(1).lower() == lang.lower()):
+        if found and found.group(1).lower() == lang.lower():
             return tag
-    return lang or (metas.first("og:locale") or None)
+    return lang
 
 
 class _Metas:

@@ -98,13 +98,13 @@ def completed_title(title: str | None, *fuller: str | None) -> str | None:
         return title
     stem = title.rstrip(".…").rstrip().casefold()
     for other in fuller:
-        if (
-            other
-            and len(other) > len(stem)
-            and other.casefold().startswith(stem)
-            and not other.endswith(("...", "…"))
-        ):
-            return other
+        if not other or len(other) <= len(stem) or not other.casefold().startswith(stem):
+            continue
+        # The name goes on in words; a name that itself ends in "..." followed by the site's
+        # name ("And Then There Were None... - Book Nook") is complete already.
+        if other.endswith(("...", "…")) or re.match(r"\s*[.…]*\s*[-|–—:·•]", other[len(stem) :]):
+            continue
+        return other
     return title
 
 
@@ -317,7 +317,7 @@ def url_key(url: str) -> str:
 
 
 _ITEM_SEGMENT = re.compile(
-    r"(?:[A-Za-z]{1,2}-)?(?P<id>[A-Za-z]{0,2}\d{6,20})(?:\.html?)?"  # `32993251330.html`, `R-230657`
+    r"(?:[A-Za-z]-)?(?P<id>[A-Za-z]{0,2}\d{6,20})(?:\.html?)?"  # `32993251330.html`, `R-230657`
     r"|(?P<lead>\d{6,20})-[^\W\d_][\w-]*"  # `1190485849-marmont-hill-floral-crown-skull`
     # `tiffany-novo-diamond-ring-30399048`; a slug of two words or more, not a `pgid-11161311` pair
     r"|(?=[\w-]*[^\W\d_])(?:[^\W_]+-){2,}(?P<tail>[A-Za-z]?\d{6,20})(?:\.html?)?"
@@ -332,7 +332,24 @@ def url_item_id(url: str) -> str | None:
     (`/products/linen-shirt-42`, `/p/12345`: a size, a year, a page)."""
     segment = urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1]
     found = _ITEM_SEGMENT.fullmatch(segment)
-    return (found.group("id") or found.group("lead") or found.group("tail")) if found else None
+    if not found:
+        return None
+    number = found.group("id") or found.group("lead") or found.group("tail")
+    if (found.group("lead") or found.group("tail")) and _not_an_item(
+        number.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+    ):
+        return None
+    return number
+
+
+def _not_an_item(digits: str) -> bool:
+    """A number a slug states that names no item: a date (`…-case-20210129`, `…-shirt-202106`) or a
+    round quantity (`…-power-bank-100000`, `1000000-piece-puzzle`)."""
+    year, month, day = digits[:4], digits[4:6], digits[6:8]
+    dated = len(digits) == 6 or (len(digits) == 8 and "01" <= day <= "31")
+    if dated and "1990" <= year <= "2039" and "01" <= month <= "12":
+        return True
+    return len(digits.rstrip("0")) <= 2
 
 
 # The classes sites give text that only screen readers read (eBay's "Details about" before a
@@ -555,6 +572,9 @@ def _labelled_material(text: str, *, bare: bool) -> str | None:
             continue
         if not match.group("colon") and _RUNNING_WORD.search(line[: match.start("label")]):
             continue  # mid-sentence, no field: "printed on a variety of materials such as …"
+        content = match.group("label").lower().endswith("content")
+        if content and line[: match.start("label")].strip(" -•·*("):
+            continue  # "Cocoa content:", "Recycled content:": another share than the fibres'"
         value, alone = match.group("value").strip(), False
         if not value:  # "Material" alone on its line: the value is the next line
             if line[: match.start()].strip(" -•·*("):
@@ -570,9 +590,11 @@ def _labelled_material(text: str, *, bare: bool) -> str | None:
         if not bare and _parts(value) and 99 <= sum(p for p, _ in _parts(value)) <= 101:
             if _prose(value):  # "This premium knit cardigan is made from 100% top quality …"
                 continue
+            if content and not all(textile_fibre(f"{p}% {w}") for p, w in _parts(value)):
+                continue  # "Content: 100% satisfaction guaranteed", "100% fruit juice"
             return value
-        if match.group("label").lower().endswith("content"):
-            continue  # "Content" names a material only as a composition ("Content: 3 items")
+        if content:
+            continue  # "Content" names a material only as a fibre composition ("Content: 3 items")
         if not bare and not _parts(value) and _mentions_material(value) and len(value.split()) <= 8:
             return value
         if not bare:
@@ -669,7 +691,8 @@ def _all_colors(text: str) -> bool:
 
 def title_color(title: str | None) -> str | None:
     """Colour a title states: a segment that is nothing but colours ("Spit Velvet Shirt - Red -
-    Shirts - Weekday DE", "… - White / black - …"), or leading colour words ("Navy Wrap Dress")."""
+    Shirts - Weekday DE", "… - White / black - …"), or leading colour words before a garment
+    ("Navy Wrap Dress")."""
     if not title:
         return None
     segments = [s.strip() for s in re.split(r"\s+[-–|]\s+", title) if s.strip()]
@@ -690,9 +713,18 @@ def title_color(title: str | None) -> str | None:
     for length in (3, 2, 1):
         if len(words) > length:
             value = color_value(" ".join(words[:length]))
-            if value:
+            if value and _names_garment(words[length:]):
                 return value
     return None
+
+
+def _names_garment(words: list[str]) -> bool:
+    """Whether a title's words after a leading colour end in a garment or accessory the taxonomy
+    names ("Wrap Dress", "Leather Handbag"): "Navy Wrap Dress" is navy, but "Olive Oil Sprayer",
+    "Wine Glass Set" and "Coffee Machine X200" name no colour (the vocabulary's synonyms are
+    also foods and drinks)."""
+    taxonomy = _taxonomy()
+    return any(taxonomy.normalize_category(" ".join(words[-n:])) for n in (1, 2, 3) if len(words) >= n)
 
 
 def color_from_url(url: str | None) -> str | None:
