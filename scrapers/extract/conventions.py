@@ -69,8 +69,7 @@ def property_value(nodes: list[dict[str, Any]], fact: str) -> str | None:
 # A statement that the product cannot be bought now, though a button may still be on the page:
 # "coming soon", "in stock soon", "back in stock", "notify me", "pre-order", "expected …".
 NOT_YET = re.compile(
-    r"(?i)\b(?:coming soon|(?:in|back in) stock soon|back in stock|notify me|pre-?order|discontinued|"
-    r"no longer (?:available|sold|carried)|call for (?:availability|price)|"
+    r"(?i)\b(?:coming soon|(?:in|back in) stock soon|back in stock|notify me|pre-?order|"
     r"expected (?:in stock|on|by)|demnächst|bald (?:wieder )?verfügbar|bientôt disponible|"
     r"prochainement|próximamente|in arrivo|binnenkort)\b"
 )
@@ -93,7 +92,8 @@ def buy_control_stock(controls: list[Any], out_of_stock: re.Pattern[str], page_t
     one of `NOT_YET`. None otherwise: a disabled or hidden button, "Sold out", "Notify me when in
     stock" or "In stock soon" leaves the stock unknown."""
     adds = [c for c in controls if c.tag == "form" or _ADDS.search(_label(c))]
-    scripted = [c for c in adds if c.tag == "a" and _script_link(c)]
+    # A sticky bar's copy of the button (shown when the page scrolls) is the same button.
+    scripted = [c for c in adds if c.tag == "a" and _script_link(c) and not _in_sticky_bar(c)]
     # One script link is the product's own button; several are a row of other products'
     # quick-add links ("Complete the look") on a page too small for product cards.
     own = [c for c in adds if c.tag != "a" or (c in scripted and len(scripted) == 1)]
@@ -104,6 +104,13 @@ def buy_control_stock(controls: list[Any], out_of_stock: re.Pattern[str], page_t
     if out_of_stock.search(page_text) or NOT_YET.search(page_text):
         return None
     return "InStock"
+
+
+def _in_sticky_bar(element: Any) -> bool:
+    return any(
+        re.search(r"(?i)sticky|fixed", node.get("class") or "")
+        for node in (element, *element.iterancestors())
+    )
 
 
 def _script_link(link: Any) -> bool:

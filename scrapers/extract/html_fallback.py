@@ -90,6 +90,7 @@ control, and removed products ("PDP" placeholders) give nothing: a wrong product
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import html as html_module
 import json
@@ -742,9 +743,13 @@ _HEADING_BLOCK_CHARS = 1500  # more text than a product's title block holds: the
 # Prices beside a title that are not the one it sells at: a manufacturer's or former price, a
 # member's, a financing instalment, an add-on's or a protection plan's, a promotion's.
 _NOT_HEADING_PRICE = re.compile(
-    r"(?i)msrp|(?<![a-z])reg(?:ular)?(?![a-z])|member|promo|financ|affirm|klarna|afterpay|install|monthly|"
+    r"(?i)msrp|member|financ|affirm|klarna|afterpay|install|monthly|"
     r"add-?on|accessor|upsell|bundle|warranty|protection|gift"
 )
+# The price a shop charges when it also shows another (SFCC's `price-sales` after the struck
+# `price-standard`; Dawn's `price-item--sale`): read first.
+_CHARGED_HINT = re.compile(r"(?i)sale|current|(?<![a-z])now(?![a-z])|final|special")
+_ISO_AFTER = re.compile(r"\s+[A-Z]{3}$")  # "$68.00 USD"
 # A shop that withholds the price until the cart or a sign-in (US minimum advertised prices).
 _WITHHELD = re.compile(
     r"(?i)(?:see|view|show)\s+(?:the\s+|our\s+)?(?:price|pricing)\s+in\s+(?:the\s+|your\s+)?(?:cart|bag|basket|checkout)|"
@@ -766,14 +771,19 @@ def _heading_price(
         block_text = " ".join(block.text_content().split())
         if name not in _squash(block_text) or _WITHHELD.search(block_text):
             continue
-        for element in block.iter():
-            if not isinstance(element.tag, str) or _in_card(element, cards):
-                continue
-            hint = _hint(element)
-            if not _PRICE_HINT.search(hint) or _NOT_PRICE.search(hint) or _NOT_HEADING_PRICE.search(hint):
-                continue
-            text = _undisplayed_text(element)
-            amount = _BARE_PRICE_WORD.sub("", text, count=1)
+        named = [
+            e
+            for e in block.iter()
+            if isinstance(e.tag, str)
+            and not _in_card(e, cards)
+            and _PRICE_HINT.search(_hint(e))
+            and not _NOT_PRICE.search(_hint(e))
+            and not _NOT_HEADING_PRICE.search(_hint(e))
+        ]
+        charged = [e for e in named if _CHARGED_HINT.search(_hint(e))]
+        for element in charged + [e for e in named if e not in charged]:
+            text = _one_amount(_reader_less_text(element))
+            amount = _ISO_AFTER.sub("", _BARE_PRICE_WORD.sub("", text, count=1))
             if _MONEY_TEXT.fullmatch(amount) and not _other_price(element, text):
                 where = (
                     f"#{element.get('id')}"
@@ -782,6 +792,25 @@ def _heading_price(
                 )
                 return amount, f"html:price-element {element.tag}{where}"
     return None, ""
+
+
+def _reader_less_text(element: lxml_html.HtmlElement) -> str:
+    """A price element's shown text without a screen-reader-only label inside it (Dawn's
+    `<span class="visually-hidden">Regular price</span>`), when visible parts remain."""
+    clone = copy.deepcopy(element)
+    for inner in list(clone.iterdescendants()):
+        if isinstance(inner.tag, str) and READER_ONLY & set((inner.get("class") or "").lower().split()):
+            inner.drop_tree()
+    return _undisplayed_text(clone) or _undisplayed_text(element)
+
+
+def _one_amount(text: str) -> str:
+    """A price's text with the same amount written twice in a row reduced to one: a mobile and a
+    desktop copy (`<span class="hidden md:inline">$24.00</span><span class="md:hidden">$24.00`)."""
+    found = _MONEY_TEXT.findall(text)
+    if len(found) >= 2 and len(set(found)) == 1 and not _MONEY_TEXT.sub("", text).strip():
+        return found[0]
+    return text
 
 
 def _squash(text: str | None) -> str:
@@ -1444,16 +1473,33 @@ def _breadcrumb(
         # the product's own ("Home › Linen Shirt" on "Linen Shirt - Navy").
         if len(links) >= 2:
             return links
-        if homed and len(links) == 1 and not (title and title.casefold().startswith(links[0].casefold())):
+        if homed and len(links) == 1 and not _title_head(links[0], title):
             return links
     return None
 
 
+def _title_head(crumb: str, title: str | None) -> bool:
+    """Whether a crumb is the title's first part before a separator ("Linen Shirt" of "Linen Shirt
+    - Navy"): the product's own crumb. A collection the title starts with ("Cashmere" of "Cashmere
+    Crew Sweater") is a category."""
+    head = re.split(r"\s+[-–|,]\s+|,\s+", title or "", maxsplit=1)[0]
+    return bool(head) and crumb.casefold() == head.casefold()
+
+
+_FRONT_CONTROLLER = re.compile(r"(?i)\.(?:php|aspx?|jsp|cfm|cgi|pl|do)$")
+
+
 def _this_page(href: str | None, url: str | None) -> bool:
-    """Whether a link goes to the page itself (its path, whatever the host or query)."""
+    """Whether a link goes to the page itself: its path, whatever the host or query; for a script
+    that serves every page (`/index.php?main_page=…&products_id=42`), its path and query."""
     if not href or not url or href.strip().startswith("#"):
         return False
-    return urlsplit(absolute_url(href.strip(), url) or "").path.rstrip("/") == urlsplit(url).path.rstrip("/")
+    link, page = urlsplit(absolute_url(href.strip(), url) or ""), urlsplit(url)
+    if link.path.rstrip("/") != page.path.rstrip("/"):
+        return False
+    return not _FRONT_CONTROLLER.search(page.path) or sorted(link.query.split("&")) == sorted(
+        page.query.split("&")
+    )
 
 
 def page_breadcrumb(

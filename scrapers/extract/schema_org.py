@@ -632,11 +632,10 @@ def _normalize(
 
 
 def _offers_other(offer: dict[str, Any]) -> bool:
-    """Whether an offer's `itemOffered` is another kind of thing than a product (a `Service`: a
-    protection plan sold beside it). A variant's own name ("Shirt - Blue / M") is still this
-    product's offer."""
+    """Whether an offer's `itemOffered` is a `Service` (a protection plan sold beside the product).
+    Any other item (a variant "Shirt - Blue / M", a `Thing`, a `Car`) is still this product's."""
     item = offer.get("itemOffered")
-    return isinstance(item, dict) and bool(item.get("@type")) and not type_names(item) & PRODUCT_TYPES
+    return isinstance(item, dict) and "service" in type_names(item)
 
 
 # Identifier properties in the order they name this product (a sku over a barcode).

@@ -102,7 +102,7 @@ def completed_title(title: str | None, *fuller: str | None) -> str | None:
             continue
         # The name goes on in words; a name that itself ends in "..." followed by the site's
         # name ("And Then There Were None... - Book Nook") is complete already.
-        if other.endswith(("...", "…")) or re.match(r"\s*[.…]*\s*[-|–—:·•]", other[len(stem) :]):
+        if other.endswith(("...", "…")) or re.match(r"[.…]*\s+[-|–—·•]\s", other[len(stem) :]):
             continue
         return other
     return title
@@ -713,18 +713,28 @@ def title_color(title: str | None) -> str | None:
     for length in (3, 2, 1):
         if len(words) > length:
             value = color_value(" ".join(words[:length]))
-            if value and _names_garment(words[length:]):
+            rest = words[length:]
+            if value and rest[0].casefold() not in _NOT_A_COLOUR_NEXT and _names_garment(rest):
                 return value
     return None
 
 
+# Words that make a leading colour word part of another name ("Black Friday", "Black Tie
+# Optional", "Red Label"), not the product's colour.
+_NOT_A_COLOUR_NEXT = frozenset({"friday", "tie", "label"})
+
+
 def _names_garment(words: list[str]) -> bool:
-    """Whether a title's words after a leading colour end in a garment or accessory the taxonomy
-    names ("Wrap Dress", "Leather Handbag"): "Navy Wrap Dress" is navy, but "Olive Oil Sprayer",
+    """Whether a title's words after a leading colour name a garment or accessory the taxonomy
+    names ("Wrap Dress for Women", "Leather Handbag"): "Navy Wrap Dress" is navy, but "Olive Oil Sprayer",
     "Wine Glass Set" and "Coffee Machine X200" name no colour (the vocabulary's synonyms are
     also foods and drinks)."""
     taxonomy = _taxonomy()
-    return any(taxonomy.normalize_category(" ".join(words[-n:])) for n in (1, 2, 3) if len(words) >= n)
+    return any(
+        taxonomy.normalize_category(" ".join(words[i : i + n]))
+        for n in (1, 2, 3)
+        for i in range(len(words) - n + 1)
+    )
 
 
 def color_from_url(url: str | None) -> str | None:

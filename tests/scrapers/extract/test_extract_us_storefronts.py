@@ -358,15 +358,16 @@ def test_the_heading_blocks_price_is_only_a_bare_amount_named_for_the_price():
     assert str(_one(shown).price) == "49.00"
 
 
-def test_several_script_links_or_a_discontinued_product_are_no_stock():
+def test_several_script_links_or_a_sold_out_statement_are_no_stock():
     page = '<h1>Trail Lamp</h1><span class="price">$19.00</span><p>{note}</p>{row}'
     row = "".join(
         f'<div><a href="/p/{n}">{n}</a><a href="javascript:void(0)" class="quick-add">Add to Cart</a></div>'
         for n in ("shade", "bulb")
     )
     assert _one(_lamp(page.format(note="", row=row))).availability is None  # other products' quick adds
+    # One script link beside a statement that it cannot be bought now.
     one = '<a href="javascript:void(0)" class="add-to-cart">Add to Cart</a>'
-    for note in ("This item has been discontinued.", "No longer available", "Call for availability"):
+    for note in ("Sold out", "Coming soon", "Notify me when it is back"):
         assert _one(_lamp(page.format(note=note, row=one))).availability is None, note
 
 
@@ -476,4 +477,67 @@ def test_a_leading_colour_word_names_a_colour_only_before_a_garment():
     assert title_color("Navy Wrap Dress") == "navy"
     assert title_color("Black Leather Handbag") == "black"
     for title in ("Coffee Machine X200", "Olive Oil Sprayer", "Charcoal Grill 22 inch", "Wine Glass Set"):
+        assert title_color(title) is None, title
+
+
+# --------------------------------------------------------------------------- keeps what was right (second review)
+
+
+def test_the_narrowed_rules_keep_the_facts_common_pages_state():
+    # Shopify Dawn's only price: `price-item--regular` under a screen-reader "Regular price".
+    dawn = (
+        '<h1>Linen Camp Shirt</h1><div class="price"><div class="price__regular"><span class="visually-hidden">'
+        'Regular price</span> <span class="price-item price-item--regular">$68.00 USD</span></div></div>'
+    )
+    found = _one(
+        _jsonld({**_SHIRT, "name": "Linen Camp Shirt"}, f'<div class="pdp">{dawn}</div>', lang="en-US")
+    )
+    assert (str(found.price), found.currency) == ("68.00", "USD")
+    # Salesforce Commerce Cloud: the struck standard price, then the sale price it charges.
+    sfcc = '<div class="pdp"><h1>Linen Shirt</h1><div class="product-price"><span class="price-standard">$59.50</span> <span class="price-sales">$39.99</span></div></div>'
+    assert str(_one(_jsonld(_SHIRT, sfcc, lang="en-US")).price) == "39.99"
+    # A mobile and a desktop copy of one price.
+    twin = '<h1>Trail Lamp</h1><div class="product-price"><span class="hidden md:inline">$24.00</span><span class="md:hidden">$24.00</span></div><button>Add to cart</button>'
+    assert str(_one(_lamp(twin)).price) == "24.00"
+    # A sticky bar's copy of the one script button.
+    sticky = (
+        '<h1>Oxford Shirt</h1><span class="price">$59.00</span><a href="javascript:void(0)" class="btn add-to-cart">Add to Cart</a>'
+        '<div class="sticky-bar"><a href="javascript:void(0)" class="btn sticky-add-to-cart">Add to Cart</a></div>'
+    )
+    assert _one(_lamp(sticky)).availability == "InStock"
+    # "No longer available" in a hidden template says nothing of this product's stock.
+    form = (
+        '<h1>Oxford Shirt</h1><span class="price">$59.00</span><form action="/cart/add"><button>Add to cart</button></form>'
+        '<div class="modal" style="display:none"><p>Sorry, this item is no longer available.</p></div><p>Replaces the discontinued slim fit.</p>'
+    )
+    assert _one(_lamp(form)).availability == "InStock"
+    # A query-routed shop: every page's path is `/index.php`.
+    zen = (
+        '<div id="navBreadCrumb"><a href="/">Home</a> :: <a href="/index.php?main_page=index&cPath=3">Shirts</a> :: Oxford Shirt</div>'
+        '<h1>Oxford Shirt</h1><span class="price">$59.00</span><button>Add to cart</button>'
+    )
+    url = "https://shop.example.com/index.php?main_page=product_info&cPath=3&products_id=42"
+    assert _one(_lamp(zen), url).category_path == ["Shirts"]
+    # A collection the title starts with is a category.
+    cashmere = '<div class="breadcrumb"><a href="/">Home</a><a href="/collections/cashmere">Cashmere</a></div><h1>Cashmere Crew Sweater</h1><span class="price">$159.00</span><button>Add to cart</button>'
+    assert _one(_lamp(cashmere)).category_path == ["Cashmere"]
+    # An offer whose `itemOffered` is a plain `Thing` is still the product's.
+    thing = {**_SHIRT, "offers": {"@type": "Offer", "price": "59.00", "priceCurrency": "USD", "itemOffered": {"@type": "Thing", "name": "Linen Shirt"}}}  # fmt: skip
+    assert str(_one(_jsonld(thing)).price) == "59.00"
+
+
+def test_a_title_completed_across_a_hyphen_or_colon_inside_the_name():
+    from lookbench_live.scrapers.extract.values import completed_title, title_color
+
+    assert (
+        completed_title("Women's Crew...", "Women's Crew-Neck Cashmere Sweater")
+        == "Women's Crew-Neck Cashmere Sweater"
+    )
+    assert (
+        completed_title("Apple iPhone 13...", "Apple iPhone 13: 128GB Blue Unlocked")
+        == "Apple iPhone 13: 128GB Blue Unlocked"
+    )
+    for title, colour in (("Navy Midi Dress for Women", "navy"), ("Red Wrap Dress by Reformation", "red"), ("Black Skinny Jeans 32x30", "black")):  # fmt: skip
+        assert title_color(title) == colour, title
+    for title in ("Black Friday Deal Bag", "Black Tie Optional Gown"):
         assert title_color(title) is None, title
