@@ -106,11 +106,11 @@ def buy_control_stock(controls: list[Any], out_of_stock: re.Pattern[str], page_t
     return "InStock"
 
 
+_STICKY = re.compile(r"(?i)sticky|fixed")
+
+
 def _in_sticky_bar(element: Any) -> bool:
-    return any(
-        re.search(r"(?i)sticky|fixed", node.get("class") or "")
-        for node in (element, *element.iterancestors())
-    )
+    return any(_STICKY.search(node.get("class") or "") for node in (element, *element.iterancestors()))
 
 
 def _script_link(link: Any) -> bool:

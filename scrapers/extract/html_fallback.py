@@ -90,7 +90,6 @@ control, and removed products ("PDP" placeholders) give nothing: a wrong product
 from __future__ import annotations
 
 import contextlib
-import copy
 import functools
 import html as html_module
 import json
@@ -522,16 +521,17 @@ _DISPLAY_NONE = frozenset({"ng-hide", "d-none", "hidden", "hide", "is-hidden", "
 _SHOWN_AT = re.compile(r"^(?:d-(?:sm|md|lg|xl|xxl)-|(?:sm|md|lg|xl|2xl):)(?!hidden$)")
 
 
-def _undisplayed_text(element: lxml_html.HtmlElement) -> str:
+def _undisplayed_text(element: lxml_html.HtmlElement, *, readers: bool = True) -> str:
     """An element's text without its descendants that are not displayed (a `display: none`
-    class or style, the `hidden` attribute). Screen-reader-only parts stay: a price's whole
-    amount can be one (`_reader_price`)."""
+    class or style, the `hidden` attribute). Screen-reader-only parts stay unless `readers` is
+    False: a price's whole amount can be one (`_reader_price`)."""
     parts: list[str] = []
 
     def walk(node: lxml_html.HtmlElement, top: bool) -> None:
         classes = set((node.get("class") or "").lower().split())
         if not top and (
             (_DISPLAY_NONE & classes and not any(_SHOWN_AT.match(c) for c in classes))
+            or (not readers and READER_ONLY & classes)
             or node.get("hidden") is not None
             or re.search(r"display\s*:\s*none", node.get("style") or "", re.I)
         ):
@@ -797,11 +797,7 @@ def _heading_price(
 def _reader_less_text(element: lxml_html.HtmlElement) -> str:
     """A price element's shown text without a screen-reader-only label inside it (Dawn's
     `<span class="visually-hidden">Regular price</span>`), when visible parts remain."""
-    clone = copy.deepcopy(element)
-    for inner in list(clone.iterdescendants()):
-        if isinstance(inner.tag, str) and READER_ONLY & set((inner.get("class") or "").lower().split()):
-            inner.drop_tree()
-    return _undisplayed_text(clone) or _undisplayed_text(element)
+    return _undisplayed_text(element, readers=False) or _undisplayed_text(element)
 
 
 def _one_amount(text: str) -> str:

@@ -231,11 +231,9 @@ def _first_trail(tree: lxml_html.HtmlElement, url: str) -> list[dict[str, Any]]:
 
     found = [
         e
-        for e in tree.iter()
-        if isinstance(e.tag, str)
-        and e.get("itemscope") is not None
-        and (e.get("itemtype") or "").rstrip("/").lower().endswith("data-vocabulary.org/breadcrumb")
-        and e.get("itemprop") is None  # a `child` belongs to the crumb above it
+        # a `child` (an `itemprop`) belongs to the crumb above it
+        for e in tree.xpath("//*[@itemscope][@itemtype][not(@itemprop)]")
+        if e.get("itemtype").rstrip("/").lower().endswith("data-vocabulary.org/breadcrumb")
     ]
     if not found:
         return []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import re
+import string
 from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -335,9 +336,7 @@ def url_item_id(url: str) -> str | None:
     if not found:
         return None
     number = found.group("id") or found.group("lead") or found.group("tail")
-    if (found.group("lead") or found.group("tail")) and _not_an_item(
-        number.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-    ):
+    if (found.group("lead") or found.group("tail")) and _not_an_item(number.lstrip(string.ascii_letters)):
         return None
     return number
 
