@@ -73,12 +73,22 @@ NOT_YET = re.compile(
     r"expected (?:in stock|on|by)|demnächst|bald (?:wieder )?verfügbar|bientôt disponible|"
     r"prochainement|próximamente|in arrivo|binnenkort)\b"
 )
-# A control that puts the product into a cart (a one-click "Buy now" of an e-book says nothing
-# about stock).
-_ADDS = re.compile(
-    r"(?i)add(?:ing)?[-_ ]?to[-_ ]?(?:cart|basket|bag|trolley)|addtocart|in den (?:warenkorb|einkaufswagen)|"
-    r"ajouter au panier|añadir a la cesta|aggiungi al carrello|in winkelwagen|lägg i varukorgen"
+# A control that puts the product into a cart, in the words shop platforms' own translations
+# give the button (Shopify, Magento, PrestaShop, WooCommerce: "Agregar al carrito", "Dodaj do
+# koszyka", "Sepete ekle", "カートに入れる"). Never the words that lead to the cart ("Go to cart",
+# "Zum Warenkorb", "Přejít do košíku"), nor a one-click "Buy now" of an e-book, which says nothing
+# about stock. Not yet Chinese, Japanese or Korean: `buy_control_stock` needs the page's words for
+# "sold out" in the page's language too.
+ADD_TO_CART = (
+    r"add(?:ing)?[-_ ]?to[-_ ]?(?:(?:your|my)[-_ ])?(?:shopping[-_ ])?(?:cart|basket|bag|trolley)|addtocart|"
+    r"in den (?:warenkorb|einkaufswagen)|warenkorb hinzufügen|ajout(?:er)? au panier|"
+    r"añadir a la cesta|(?:añadir|agregar) al carrito|(?:añadir|agregar) a la bolsa|"
+    r"aggiungi al carrello|metti nel carrello|adicionar ao carrinho|adicionar à sacola|"
+    r"in winkelwagen|toevoegen aan (?:de )?(?:winkelwagen|winkelmand)|"
+    r"lägg i varukorgen|læg i kurv(?:en)?|legg i handlekurv(?:en)?|lisää ostoskoriin|dodaj do koszyka|"
+    r"(?:vložit|přidat) do košíku|sepete ekle|добавить в корзину"
 )
+_ADDS = re.compile(f"(?i){ADD_TO_CART}")
 _DISABLED_CLASS = frozenset({"disabled", "is-disabled", "hidden", "is-hidden", "d-none", "hide"})
 _SUBMIT_TYPES = frozenset({"submit", "image", "button"})
 
@@ -121,17 +131,57 @@ def _script_link(link: Any) -> bool:
 
 
 def _label(control: Any) -> str:
-    text = " ".join(control.text_content().split())
     return " ".join(
         (
             control.get("id") or "",
             control.get("class") or "",
             control.get("name") or "",
             control.get("value") or "",
-            control.get("title") or "",
-            text,
+            control_name(control),
+            button_picture(control),
         )
     )
+
+
+def control_name(control: Any) -> str:
+    """A button's, input's or link's name as a browser states it to its users (HTML-AAM, in
+    short): its `aria-label`; an image input's `alt` or an input's `value`; else its text, where
+    each picture inside it reads as its `alt` (an older shop's `<a href=…><img src="buy.gif"
+    alt="Add to basket"></a>`, which a sighted user reads as the button's words); else its
+    `title`."""
+    name = control.get("aria-label") or ""
+    if not name.strip() and control.tag == "input":
+        name = (control.get("alt") if control_type(control) == "image" else "") or control.get("value") or ""
+    elif not name.strip():
+        name = _shown_words(control)
+    return " ".join((name if name.strip() else control.get("title") or "").split())
+
+
+# An older shop's button is a picture of its words, often with no `alt`: the file's name says
+# what it does (`btn_addtocart.gif`, `b-addtocart.gif`, `add_to_basket.png`, `add_to_order_btn2.gif`).
+_BUTTON_PICTURE = re.compile(
+    r"(?i)add[-_]?to[-_]?(?:cart|basket|bag|trolley|order)|addtocart|addtobasket|buy[-_]?now"
+)
+
+
+def button_picture(control: Any) -> str:
+    """The name of the picture file a button shows as its words (an image input's `src`, the
+    `<img>` inside a link or button), when the name says "add to cart" or "buy now"; else ""."""
+    pictures = [control] if control.tag == "input" else list(control.iter("img"))
+    for picture in pictures:
+        name = (picture.get("src") or "").rsplit("/", 1)[-1].split("?", 1)[0]
+        if _BUTTON_PICTURE.search(name):
+            return name
+    return ""
+
+
+def _shown_words(node: Any) -> str:
+    parts = [node.text or ""]
+    for child in node:
+        if isinstance(child.tag, str):
+            parts.append(f" {child.get('alt') or ''} " if child.tag == "img" else _shown_words(child))
+        parts.append(child.tail or "")
+    return "".join(parts)
 
 
 def control_type(element: Any) -> str:

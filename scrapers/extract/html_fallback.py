@@ -101,8 +101,11 @@ from urllib.parse import urlsplit
 from lxml import html as lxml_html
 
 from lookbench_live.scrapers.extract.conventions import (
+    ADD_TO_CART,
     NOT_YET,
+    button_picture,
     buy_control_stock,
+    control_name,
     control_type,
     other_than_product,
     url_keyed_number,
@@ -129,6 +132,7 @@ from lookbench_live.scrapers.extract.values import (
     textile_fibre,
     url_item_id,
     url_key,
+    url_query_item,
     url_tokens,
     without_color_code,
 )
@@ -144,7 +148,7 @@ _PRICE_HINT = re.compile(
     r"(?i)price|preis|prix|precio|prezzo|prijs|cena|pre[cç]o|fiyat|harga|kakaku|jiage|(?<![a-z])pris(?![a-z])"
 )
 _NOT_PRICE = re.compile(
-    r"(?i)list|old|was|strike|rrp|uvp|save|saving|shipping|delivery|per[-_]?unit|basket|cart|range|"
+    r"(?i)list|old|was|strike|rrp|uvp|save|saving|shipping|delivery|per[-_]?unit|basket|cart|range|compet|"
     r"hidden(?!-(?:xs|sm|md|lg|xl)\b)|secondary|compare|before|origin"
 )
 # A price's own label that names another price than the one to pay ("Print List Price:", "RRP:",
@@ -159,7 +163,8 @@ _LIST_PRICE_HINT = re.compile(
     r"(?i)list[-_ ]?price|price[-_ ]?list|(?:^|[\s_-])(?:old|was)[-_ ]?price|strike|rrp|uvp|compare[-_ ]?at|original[-_ ]?price"
 )
 _OTHER_PRICE_LABEL = re.compile(
-    r"(?i)^(?:[\w ]*list price|rrp|uvp|was|statt|prix conseillé|precio recomendado|prezzo consigliato)\b"
+    r"(?i)^(?:[\w ]*list price|[\w ]*retail price|rrp|uvp|was|why pay|statt|prix conseillé|precio recomendado|"
+    r"prezzo consigliato)\b"
 )
 # The main picture's element on a gallery: Amazon's `#landingImage` (2016-), `#main-image` (-2015),
 # `#imgBlkFront` / `#ebooksImgBlkFront` (books), `#prodImage`; other shops' `#main-image`,
@@ -185,14 +190,12 @@ _BRAND_HINT = re.compile(r"(?i)brand|byline|manufacturer|marke(?!t)|marque|marca
 # "availability", Amazon's "availGreen" / "availRed" (a class token that starts with "avail": never
 # "variationUnavailable" or "main-image-unavailable", which say an image is missing).
 _STOCK_HINT = re.compile(r"(?i)availability|(?:^|\s)avail\w*|stock|lieferbar|dispon")
+# A control that sells the product: one that adds it to the cart (`conventions.ADD_TO_CART`), or
+# "Buy now" ("Jetzt kaufen", "Comprar", "立即购买"…). Never the bare word for the cart ("购物车",
+# "カート", "장바구니"), which every page's header links to.
 _BUY = re.compile(
-    r"(?i)add(?:ing)? to (?:cart|basket|bag|trolley)|buy now|in den (?:warenkorb|einkaufswagen)|"
-    r"jetzt kaufen|ajouter au panier|acheter|añadir a la cesta|comprar|aggiungi al carrello|"
-    r"in winkelwagen|lägg i varukorgen|"
-    # Chinese, Japanese and Korean "add to cart" / "buy now"; never the bare word for the cart
-    # ("购物车", "カート", "장바구니"), which every page's header links to.
-    r"加入购物车|加入購物車|立即购买|立即購買|カートに入れる|カートへ入れる|今すぐ購入|"
-    r"장바구니에?\s?담기|바로\s?구매(?:하기)?|구매하기"
+    rf"(?i){ADD_TO_CART}|buy (?:it )?now|jetzt kaufen|acheter|comprar|"
+    r"加入购物车|加入購物車|カートに入れる|カートへ入れる|장바구니에?\s?담기|立即购买|立即購買|今すぐ購入|바로\s?구매(?:하기)?|구매하기"
 )
 # A form that adds to the cart, by its action (`/cart/add`, `checkout/cart/add/product/…`,
 # `?add-to-cart=…`, `warenkorb/add`): never a cart page's own update or checkout form ("/cart").
@@ -206,7 +209,7 @@ _BRAND_TEXT = re.compile(
 )
 _AUTHOR = re.compile(r"(?i)^(?:by|von|de|par|di|door)\s|\(|:|\d")
 _ID_LABEL = re.compile(
-    r"(?im)(?:^|\s)(?:sku|upc|ean|gtin|mpn|isbn(?:-1[03])?|item\s*(?:#|no\.?|number)|art\.?-?nr\.?|"
+    r"(?im)(?:^|\s)(?:sku|upc|ean|gtin|mpn|isbn(?:[- ]?1[03])?|item\s*(?:#|no\.?|number)|art\.?-?nr\.?|"
     r"artikelnummer|asin|product code|style\s*#|r[ée]f(?:[ée]rence)?\.?|referencia|c[óo]digo|"
     r"kod produktu)\s*[:#]?\s*"
     r"(?P<id>(?=[\w-]*\d)[A-Z0-9][A-Z0-9_-]{3,30})\b"
@@ -214,14 +217,28 @@ _ID_LABEL = re.compile(
 _ART_NO_LABEL = re.compile(
     r"(?im)(?:^|\s)art\.\s?no\.?\s*[:#]?\s*(?P<id>(?=[\w-]*\d)[A-Z0-9][A-Z0-9_-]{3,30})\b"
 )
-_NEWER_ID_SOURCES = frozenset({"url:item-number", "html:label-art-no"})
+# "CDU Part#", "Mfr. Part No.:" as a label starting a line of the page's text, never inside a
+# sentence ("This filter replaces part # 4396395, 4396508…").
+_PART_NO_LABEL = re.compile(
+    r"(?im)^(?:[A-Za-z.]{1,6}\s)?part\s*(?:#|no\.?|number)\s*[:#]?\s*"
+    r"(?P<id>(?=[\w-]*\d)[A-Z0-9][A-Z0-9_-]{3,30})\b(?!\s*,)"
+)
+_NEWER_ID_SOURCES = frozenset({"url:item-number", "html:label-art-no", "html:label-part-no"})
+# In the languages whose add-to-cart words `conventions.ADD_TO_CART` reads: a page that says one
+# of these sells nothing now, whatever button it keeps.
 _OUT = re.compile(
     r"(?i)out of stock|sold out|not available|unavailable|currently unavailable|ausverkauft|"
     r"nicht (?:verfügbar|lieferbar)|épuisé|rupture de stock|non disponible|agotado|no disponible|"
-    r"indisponible|esgotado|indisponível|sem estoque"
+    r"indisponible|esgotado|indisponível|sem estoque|esaurito|uitverkocht|niet (?:op voorraad|leverbaar)|"
+    r"slutsåld|ej i lager|udsolgt|ikke på lager|utsolgt|loppuunmyyty|ei varastossa|niedostępny|"
+    r"brak w magazynie|wyprzedany|vyprodáno|není skladem|tükendi|stokta yok|нет в наличии|распродан"
 )
+# "Usually ships in 1-2 days" / "within 24 hours": a shop that ships within days holds the item
+# (weeks, 45 days of making to order, or 24 hours "of release" are no stock).
 _IN = re.compile(
-    r"(?i)in stock|auf lager|lieferbar|vorrätig|en stock|disponible|available|in magazzino|em stock|em estoque"
+    r"(?i)in stock|auf lager|lieferbar|vorrätig|en stock|disponible|available|in magazzino|em stock|em estoque|"
+    r"\bships (?:in|within) (?:(?:[1-5]|one|two|three)(?:\s*(?:-|–|to)\s*[1-5])? (?:business |working )?days?|"
+    r"(?:24|48|72) hours)\b(?! of| after| from| once)"
 )
 # Signs and words that name one currency, the longer first ("US$" before "S$", "CA$" before "A$").
 # "$" alone (USD, CAD, AUD, MXN, ARS…), "¥" (JPY or CNY) and "kr" (SEK, NOK, DKK, ISK) do not.
@@ -266,9 +283,20 @@ def html_product(
     title = title or _pick(sources, "title", clean_title(_first(metas, "og:title")), "meta:og:title")
     # An element whose class is just "title" also marks an upsell's or an option box's heading
     # (Coupang's "개당 용량 × 총 수량"): only when the page states its title nowhere else.
+    named = None if title else _page_title_element(body, cards, canonical)
+    title = title or _pick(
+        sources, "title", clean_title(_text(named)) if named is not None else None, "html:page-title-element"
+    )
     title = title or _pick(sources, "title", _class_title(body, _TITLE_HINT), "html:title-element")
     price_text, price_source = _price_text(body, itemprops, cards)
-    buy_controls = _buy_controls(body, cards)
+    buy_controls = _buy_controls(body, cards, canonical)
+    if sources.get("title") == "html:page-title-element" and not (
+        len(buy_controls) <= 3 or _stock_element(body, cards) or url_query_item(canonical)
+    ):
+        # A name the `<title>` repeats over many buy buttons is a category's (an older shop's
+        # listing "Action DVDs" with a button per row), unless the URL keys one item
+        # (`product.asp?sku=D37860`, whose page also lists "also featured" items to buy).
+        buy_controls = []
     keyed_number = None
     product_page = (
         "product" in og_type
@@ -283,7 +311,14 @@ def html_product(
         keyed_number = url_keyed_number(body, canonical)
         product_page = keyed_number is not None
     if not price_text and product_page and sources.get("title") == "html:title-element":
-        price_text, price_source = _header_price(body, cards)
+        price_text, price_source = _header_price(body, cards, next(body.iter("h1"), None))
+    if (
+        not price_text
+        and product_page
+        and named is not None
+        and sources.get("title") == "html:page-title-element"
+    ):
+        price_text, price_source = _header_price(body, cards, named, in_block=True)
     price = parse_price(price_text, lang=lang) if price_text else None
     if not title or not price or not product_page:
         return None  # not a product page, or a listing (its prices are all in product cards)
@@ -325,6 +360,7 @@ def html_product(
     product_id = product_id or _pick(sources, "product_id", _labelled_id(body), "html:label")
     product_id = product_id or _pick(sources, "product_id", _article_number(body), "html:label-art-no")
     product_id = product_id or _pick(sources, "product_id", url_confirmed_id(body, canonical), "html:code")
+    product_id = product_id or _pick(sources, "product_id", _part_number(body), "html:label-part-no")
     product_id = product_id or _pick(
         sources, "product_id", keyed_number or url_keyed_number(body, canonical), "html:number"
     )
@@ -351,8 +387,14 @@ def html_product(
     material = material or _pick(sources, "material", _composition_element(body, cards), "html:composition")
     material = material or _pick(sources, "material", find_composition(detail()), "html:composition")
     category = _pick(sources, "category_path", _breadcrumb(body, cards, title, canonical), "html:breadcrumb")
+    key = product_id or url_key(canonical)
+    if not images:
+        found = _id_picture(body, url, key, cards)
+        images = [found] if found else []
+        if found:
+            sources["image"] = "html:id-picture"
     return NormalizedProduct(
-        product_id=product_id or url_key(canonical),
+        product_id=key,
         # The page's URL key, which identifier rules added since (the item number, "Art.No.")
         # replace: a product the lake holds under it keeps that key (`pipelines`). Not for the
         # older rules: their products were never keyed by the URL, and a script's path
@@ -606,6 +648,11 @@ def _title_element(body: lxml_html.HtmlElement) -> str | None:
     headings = [t for _, t in h1s]
     document_title = _fold(body.getroottree().findtext(".//title"))
     if len(headings) == 1:
+        # The heading's part RDFa names the Dublin Core title (Book Depository's `<h1><span property="dc:title">
+        # Sarah's Key</span> <span class="format">(Paperback)</span> <span class="author">By …`).
+        named = next((d for d in h1s[0][0].iter() if _RDFA_TITLE.search(d.get("property") or "")), None)
+        if named is not None and clean_title(_text(named)):
+            return clean_title(_text(named))
         return clean_title(_with_subheading(*h1s[0], document_title))
     # Several <h1> (a logo "BELTZ" and the book's name): the longest one the page's <title>
     # repeats ("12 Wege zu guter Pflege - … | BELTZ").
@@ -613,6 +660,59 @@ def _title_element(body: lxml_html.HtmlElement) -> str | None:
     if repeated:
         return clean_title(max(repeated, key=len))
     return None
+
+
+def _page_title_element(
+    body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement], url: str
+) -> lxml_html.HtmlElement | None:
+    """On a page with no `<h1>`, the element that shows the product's name as the page's `<title>`
+    states it: older shops set the name in bold or a lesser heading (`<font size=4><b>City By
+    The Sea (Widescreen Version) [DVD]</b>`, `<h2>DVD : 24 - Season Three</h2>`) and title the
+    page with it ("City By The Sea (Widescreen Version) [DVD] online at Movies Unlimited"). The
+    short element outside product cards whose words are all words of the `<title>`, two or more
+    and at least half of them; of several, the one with the most words, then the first. Never the
+    shop's own name: words the page's host name spells ("Movies Unlimited" on
+    www.moviesunlimited.com, "Example Shop" on shop.example.com), a logo linking home."""
+    if next(body.iter("h1"), None) is not None:
+        return None
+    document_title = _fold(body.getroottree().findtext(".//title"))
+    document_words = set(_WORD.findall(document_title))
+    parts = _TITLE_PARTS.split(document_title)
+    trailing = parts[-1].strip() if len(parts) > 1 else None
+    host = (urlsplit(url).hostname or "").lower()
+    host_words = set(re.split(r"[.-]", host))
+    best, most = None, 1
+    for element in body.iter("h2", "h3", "h4", "h5", "h6", "b", "strong", "font", "span", "td", "div", "p"):
+        text = _text(element)
+        if not 3 <= len(text) <= 150 or sum(1 for _ in element.iterdescendants()) > 3:
+            continue
+        words = set(_WORD.findall(_fold(text)))
+        if len(words) <= most or not words <= document_words or 2 * len(words) < len(document_words):
+            continue
+        if _BUY.search(text) or _MONEY.search(text) or _in_card(element, cards):
+            continue
+        if host and (words <= host_words or "".join(_WORD.findall(_fold(text))) in host.replace("-", "")):
+            continue  # the shop's name
+        if _fold(text) == trailing:
+            continue  # the `<title>`'s last part: the shop's or a category's name ("… - The Book Shop Ltd")
+        if any(_BREADCRUMB_HINT.search(_hint(a)) for a in element.iterancestors()) or any(
+            _text(a) == text for a in element.iter("a")
+        ):
+            continue  # a trail's or a menu's link
+        links = (*element.iter("a"), *element.iterancestors("a"))
+        if any(_site_root(a.get("href")) for a in links):
+            continue  # a logo, or its holder
+        best, most = element, len(words)
+    return best
+
+
+_WORD = re.compile(r"\w+")
+
+
+# The separators a `<title>` puts before the shop's name ("Sarah's Key - The Book Shop Ltd",
+# "… | Example", "…: booksamillion.com").
+_TITLE_PARTS = re.compile(r"\s[-|–—]\s|\s::\s|:\s")
+_RDFA_TITLE = re.compile(r"(?i)(?:^|\s)(?:dc|dcterms):title(?:\s|$)")
 
 
 def _with_subheading(heading: lxml_html.HtmlElement, text: str, document_title: str) -> str:
@@ -875,26 +975,59 @@ _PRICE_ATTRS = ("data-price-amount", "data-price-value", "data-price", "content"
 _PER_UNIT = re.compile(r"(?i)/\s*\w{1,5}\b|\bper\b|\bpro\b|\bje\b")
 
 
-def _header_price(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> tuple[str | None, str]:
-    """A price no element names, as a script-built product header shows it: the first element
-    after the page's `<h1>` whose whole text is one amount with a currency ("249 kronor", "€ 19,95"),
-    outside product cards, never a unit price, a struck or list price. Only asked for a product
-    page whose title is its `<h1>`, so a header's price is the product's."""
-    heading = next(body.iter("h1"), None)
+# How many elements after the product's heading its price may come (moviesunlimited.com's comes
+# after a description, a director and ten actors' links: 46).
+_HEADER_PRICE_REACH = 80
+
+
+def _header_price(
+    body: lxml_html.HtmlElement,
+    cards: set[lxml_html.HtmlElement],
+    heading: lxml_html.HtmlElement | None,
+    *,
+    in_block: bool = False,
+) -> tuple[str | None, str]:
+    """A price no element names, as a script-built product header or an older shop's table shows
+    it: the first element after the product's heading (the page's `<h1>`, or the element its
+    `<title>` repeats) whose whole text is one amount with a currency ("249 kronor", "€ 19,95",
+    `<font size=4><b>$13.49</b></font>`, "Our Price: $299.00"), outside product cards, never a
+    unit price, a struck or list price. Only asked for a product page whose title is that
+    heading, so the price that follows it is the product's. With `in_block` (an older shop's name
+    in bold), only inside the heading's table or block, where a text between tags counts too
+    ("<b>Name</b><br>Our Price: $299.00<br>"): a "Recommended accessories" table after it is not
+    the product's."""
     if heading is None:
         return None, ""
-    for element in _after(heading):
-        if not isinstance(element.tag, str) or len(element) > 2 or element.tag in ("s", "del", "strike"):
+    block = next(heading.iterancestors(*_BLOCKS), None) if in_block else None
+    for seen, element in enumerate(_after(heading)):
+        if seen >= _HEADER_PRICE_REACH:
+            break  # past the product's own block: a related item's or a footer's price
+        if not isinstance(element.tag, str):
             continue
-        text = _text(element)
-        if not text or len(text) > 30 or not _MONEY_TEXT.fullmatch(text) or _PER_UNIT.search(text):
+        if block is not None and block not in element.iterancestors():
+            break
+        if any(a.tag in ("s", "del", "strike") for a in element.iterancestors()) or _in_card(element, cards):
             continue
-        if _in_card(element, cards) or _other_price(element, text):
-            continue
-        if any(a.tag in ("s", "del", "strike") for a in element.iterancestors()):
-            continue
-        return text, f"html:header-price {element.tag}"
+        own = _text(element) if len(element) <= 2 and element.tag not in ("s", "del", "strike") else ""
+        for text, where in ((own, element.tag), ((element.tail or "") if in_block else "", "text")):
+            amount = _header_amount(" ".join(text.split()))
+            if amount and (where == "text" or not _other_price(element, amount)):
+                return amount, f"html:header-price {where}"
     return None, ""
+
+
+_BLOCKS = ("table", "div", "section", "article", "form", "ul", "ol")
+
+
+def _header_amount(text: str) -> str | None:
+    """The text's amount when it is one amount with a currency, after a plain price word ("Our
+    Price: $299.00"); never a list, former or unit price."""
+    if _OTHER_PRICE_LABEL.match(text):
+        return None
+    text = _BARE_PRICE_WORD.sub("", text, count=1)
+    if not text or len(text) > 30 or not _MONEY_TEXT.fullmatch(text) or _PER_UNIT.search(text):
+        return None
+    return text
 
 
 def _after(element: lxml_html.HtmlElement) -> Any:
@@ -970,13 +1103,17 @@ def _images(
         for img in body.iter("img"):
             holder = img.getparent()
             hints = _hint(img) + " " + (_hint(holder) if holder is not None else "")
+            exact = False
             if hint is None:  # the picture the page labels with the product's name
-                # "Title 1": the first of a gallery's numbered pictures
-                alt = _fold(img.get("alt"))
-                named = bool(title) and alt in (_fold(title), f"{_fold(title)} 1") and not _thumbnail(img)
+                exact = _fold(img.get("alt")) in (_fold(title), f"{_fold(title)} 1") and bool(title)
+                named = (exact or _names_product(img.get("alt"), title, img, url, cards)) and not _thumbnail(
+                    img
+                )
             else:
                 named = bool(hint.search(hints))
-            found = _img_url(img, url) if named else None
+            # A picture labelled with exactly the product's name is no spacer or icon, whatever its
+            # format (an older shop's cover `ISTU_icon.gif`).
+            found = _img_url(img, url, any_format=exact) if named else None
             if found:
                 sources["image"] = "html:image-alt" if hint is None else "html:image-element"
                 return [found]
@@ -1049,9 +1186,58 @@ def _thumbnail(img: lxml_html.HtmlElement) -> bool:
     )
 
 
-def _img_url(img: lxml_html.HtmlElement, url: str) -> str | None:
+def _names_product(
+    alt: str | None,
+    title: str | None,
+    img: lxml_html.HtmlElement,
+    url: str,
+    cards: set[lxml_html.HtmlElement],
+) -> bool:
+    """Whether a picture's `alt` holds the product's name as one part of a label joined by " - ",
+    " | " or ": " (an older shop's "Marx, Richard - Greatest Hits CD"), the other parts naming
+    no amount ("Greatest Hits - 2 for $20" is a promotion's banner), the picture neither in a
+    product card nor in a link to another page (another artist's "ABBA - Greatest Hits")."""
+    name, label = _fold(title), _fold(alt)
+    parts = [p.strip() for p in _ALT_PARTS.split(label)]
+    if len(name.split()) < 2 or name not in parts or any(re.search(r"\d", p) for p in parts if p != name):
+        return False
+    if _in_card(img, cards):
+        return False
+    page = urlsplit(url)
+    for link in img.iterancestors("a"):
+        target = urlsplit(absolute_url(link.get("href"), url) or "")
+        if target.path and (target.hostname, target.path) != (page.hostname, page.path):
+            return False
+    return True
+
+
+_ALT_PARTS = re.compile(r"\s[-|–]\s|:\s")
+
+
+def _id_picture(
+    body: lxml_html.HtmlElement, url: str, product_id: str, cards: set[lxml_html.HtmlElement]
+) -> str | None:
+    """The picture whose file is named by the product's id (`/boxcovers/100_Wide/D37860.jpg` on
+    the page of item D37860; the id, then at most a size suffix), outside product cards and links
+    to other pages: shops file their pictures under the item's number. Only an id of letters and
+    digits, five characters or more (never a path)."""
+    if not re.fullmatch(r"(?=\w*\d)\w{5,30}", product_id):
+        return None
+    stem = re.compile(rf"(?i){re.escape(product_id)}(?:[-_.]\w{{0,12}})?\.\w{{3,4}}")
+    for img in body.iter("img"):
+        found = _img_url(img, url)
+        if not found or not stem.fullmatch(found.rsplit("/", 1)[-1].split("?", 1)[0]):
+            continue
+        if _in_card(img, cards) or _thumbnail(img) or next(img.iterancestors("a"), None) is not None:
+            continue  # another item's picture links to its page
+        return found
+    return None
+
+
+def _img_url(img: lxml_html.HtmlElement, url: str, *, any_format: bool = False) -> str | None:
     """The picture's URL; a `data:` placeholder's real one is in `data-old-hires`, Amazon's
-    `data-a-dynamic-image` (a JSON map of sizes: the largest) or `data-src`."""
+    `data-a-dynamic-image` (a JSON map of sizes: the largest) or `data-src`. GIF and SVG files
+    (spacers, icons, logos) only when `any_format`."""
     for attr in (
         "src",
         "data-old-hires",
@@ -1064,7 +1250,7 @@ def _img_url(img: lxml_html.HtmlElement, url: str) -> str | None:
         if attr == "data-a-dynamic-image":
             value = _largest(value)
         found = absolute_url(value, url)
-        if found and not found.lower().endswith((".gif", ".svg")):
+        if found and (any_format or not found.lower().endswith((".gif", ".svg"))):
             return found
     return None
 
@@ -1157,6 +1343,12 @@ def _article_number(body: lxml_html.HtmlElement) -> str | None:
     return match.group("id") if match else None
 
 
+def _part_number(body: lxml_html.HtmlElement) -> str | None:
+    """A shop's "Part #" / "Part No." ("CDU Part# 1107874"; read since issue 27's eighth round)."""
+    match = _PART_NO_LABEL.search(visible_text(body))
+    return match.group("id") if match else None
+
+
 _CODE_HINT = re.compile(
     r"(?i)^(?:product[-_]?)?(?:code|sku|item[-_]?(?:no|number|code)|art(?:icle)?[-_]?(?:no|nr|number))$"
 )
@@ -1238,7 +1430,9 @@ def _fields(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> l
     and a short element reading "Label: value" ("Farbe: Schwarz", "Obermaterial: 100% Polyester /
     Futter: …")."""
     found: list[tuple[str, str, bool]] = []
-    for element in body.iter("tr", "dt", "li", "div", "span", "p", "label"):
+    for element in body.iter("tr", "dt", "li", "div", "span", "p", "label", "b", "strong"):
+        if element.tag in ("b", "strong") and not _text(element).endswith(":"):
+            continue  # bold words of a sentence, not a label
         if _in_card(element, cards):
             continue
         pair = [c for c in element if isinstance(c.tag, str)]
@@ -1247,7 +1441,9 @@ def _fields(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> l
             if label and value and len(label) <= 30 and len(value) <= 120:
                 found.append((label.rstrip(" :"), value, True))
                 continue
-        if element.tag in ("span", "label") and len(pair) == 0:
+        # A label element and what follows it; older shops write the label in bold ("<b>Availability:</b>
+        # <span>Usually ships in 1-2 days</span>").
+        if element.tag in ("span", "label", "b", "strong") and len(pair) == 0:
             label = _clean(_text(element))
             after = element.getnext()
             following = _clean(element.tail or "") or (
@@ -1542,12 +1738,16 @@ def page_cards(body: lxml_html.HtmlElement) -> set[lxml_html.HtmlElement]:
 
 
 def _buy_controls(
-    body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]
+    body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement], url: str | None = None
 ) -> list[lxml_html.HtmlElement]:
-    """Buy buttons, links and forms outside product cards (the page's own product's)."""
+    """Buy buttons, links and forms outside product cards (the page's own product's). A link to
+    another site is none (a review's "Buy now" at a retailer)."""
     found = []
+    host = urlsplit(url).hostname if url else None
     for element in body.iter("button", "input", "a", "form"):
         if _in_card(element, cards):
+            continue
+        if host and element.tag == "a" and urlsplit(element.get("href") or "").hostname not in (None, host):
             continue
         if element.tag == "form":  # Shopify's `/cart/add`, Magento's `checkout/cart/add`
             # or a form named for it that can be sent (BigCommerce's `#productDetailsAddToCartForm`
@@ -1557,8 +1757,12 @@ def _buy_controls(
             ):
                 found.append(element)
             continue
-        label = element.get("value") or element.get("title") or _text(element)
-        named = _BUY_ATTR.search(_hint(element)) or _BUY_ATTR.search(element.get("name") or "")
+        label = control_name(element)
+        named = (
+            _BUY_ATTR.search(_hint(element))
+            or _BUY_ATTR.search(element.get("name") or "")
+            or button_picture(element)
+        )
         if named or (label and len(label) < 60 and _BUY.search(label)):
             found.append(element)
     return found
@@ -1582,6 +1786,7 @@ def _cards(body: lxml_html.HtmlElement) -> set[lxml_html.HtmlElement]:
     row). Their prices, titles and
     buttons are other products'."""
     groups: dict[tuple[Any, str, str], list[lxml_html.HtmlElement]] = {}
+    rows: set[lxml_html.HtmlElement] = set()  # table rows grouped by their cells' classes
     for parent in body.iter():
         if not isinstance(parent.tag, str):
             continue
@@ -1596,11 +1801,22 @@ def _cards(body: lxml_html.HtmlElement) -> set[lxml_html.HtmlElement]:
                 kind = " ".join(
                     c for c in (element.get("class") or "").split() if c.lower() not in _ROW_MODIFIERS
                 )
+                if element.tag == "tr":
+                    kind = kind or _cell_classes(element)
                 groups.setdefault((parent, element.tag, kind), []).append(element)
+            elif element.tag == "tr" and (cells := _cell_classes(element)):
+                # A table's rows of results (a price-comparison site's `<td class="pic">`,
+                # `<td class="price">`, its first row also `class="first"`): rows whose cells are
+                # named alike. An older shop lays out its own product's page in rows of unnamed
+                # cells, which are no cards.
+                groups.setdefault((parent, "tr", cells), []).append(element)
+                rows.add(element)
     # The elements themselves, not id()s: lxml makes a new proxy for a node no one holds, so an
     # id() could name another element later; holding them keeps each node's one proxy.
     out: set[lxml_html.HtmlElement] = set()
     for members in groups.values():
+        if any(m in rows for m in members):
+            members = [m for m in members if _result_row(m)]
         if len(members) >= 3:
             priced = [
                 m
@@ -1610,6 +1826,19 @@ def _cards(body: lxml_html.HtmlElement) -> set[lxml_html.HtmlElement]:
             if len(priced) >= 3:
                 out.update(priced)
     return out
+
+
+def _result_row(row: lxml_html.HtmlElement) -> bool:
+    """A table row that is one result of a list: it links to a page of its own and holds no
+    heading or buy form (a variant table's rows, a layout table's rows, are the page's own)."""
+    links = {a.get("href") for a in row.iter("a") if (a.get("href") or "#")[0] != "#"}
+    return bool(links) and next(row.iter("h1", "form"), None) is None
+
+
+def _cell_classes(row: lxml_html.HtmlElement) -> str:
+    """A table row's cells' classes in order ("pic|name|price"), or "" when no cell has one."""
+    classes = [(cell.get("class") or "").strip() for cell in row if cell.tag in ("td", "th")]
+    return "|".join(classes) if any(classes) else ""
 
 
 def _in_card(element: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> bool:

@@ -144,7 +144,36 @@ def extract_schema_org(
             whole_page=fragments or page_text is not None,
             cards=cards,
         )
+        if out.products[0].price is None and _article_item(metas.first("og:type"), products):
+            # A news site's or a blog's article marked up as a Product for its paywall or its
+            # star rating (the New York Times' `CreativeWork Product`, a review's rated item):
+            # the page says it is an article, and no price anywhere says anything is sold here.
+            out.problems.append(Problem("article_not_product", out.products.pop().title or ""))
     return out
+
+
+# What a Product states when a shop sells it, even out of stock and with no price (an offer, an
+# article number): a Product with none of them on an article's page is the article's rated item.
+_SOLD_KEYS = ("offers", "sku", "gtin", "gtin8", "gtin12", "gtin13", "gtin14", "mpn", "productID")
+
+
+def _article_item(og_type: str | None, nodes: list[dict[str, Any]]) -> bool:
+    """Whether the page says it is an article or a blog post (`og:type` "article", "blog") and
+    its Product items are the article itself (typed `CreativeWork Product`, as the New York
+    Times' paywall markup with its `productID`) or state no offer and no article number. A
+    book's page (`og:type` "book") or a shop's product page a plugin types "article" keeps a
+    Product that has an offer."""
+    if (og_type or "").strip().lower() not in ("article", "blog"):
+        return False
+    if any(
+        type_names(node) & _WORK_TYPES or _WORK_TYPE.search(str(node.get("@context") or "")) for node in nodes
+    ):
+        return True  # also a type list written with "%20" (`itemtype="…/CreativeWork%20…/Product"`)
+    return not any(node.get(key) for node in nodes for key in _SOLD_KEYS)
+
+
+_WORK_TYPES = frozenset({"creativework", "article", "newsarticle", "blogposting"})
+_WORK_TYPE = re.compile(r"(?i)/(?:CreativeWork|Article|NewsArticle|BlogPosting)(?:%20|\s)")
 
 
 def _fill_from_fields(

@@ -311,10 +311,19 @@ def url_key(url: str) -> str:
     parts = urlsplit(url)
     path = parts.path.rstrip("/")
     if _SCRIPT_PAGE.fullmatch(path.rsplit("/", 1)[-1]) or not path:
-        for name, value in parse_qsl(parts.query):
-            if _ID_PARAM.fullmatch(name) and _ID_VALUE.fullmatch(value):
-                return value
+        item = url_query_item(url)
+        if item:
+            return item
     return path or url
+
+
+def url_query_item(url: str) -> str | None:
+    """The item a URL's query names by a parameter for ids (`?id=562283240178`, `?sku=D37860`,
+    `product_id=`); a value padded with encoded spaces (`?sku=D37860++`) is the same item's."""
+    for name, value in parse_qsl(urlsplit(url).query):
+        if _ID_PARAM.fullmatch(name) and _ID_VALUE.fullmatch(value.strip()):
+            return value.strip()
+    return None
 
 
 _ITEM_SEGMENT = re.compile(

@@ -146,8 +146,9 @@ def test_corpus_is_real_sized_and_documented():
     # 5 MB until issue 27's visible-page pages (Amazon pages trimmed to ~100 kB each) grew the dev split;
     # 8 MB until its marketplace round (eBay, Flipkart, Mercado Libre and more pages, ~150 kB each);
     # 10 MB until its storefront round (15 pages of the held-out split's kinds, ~80 kB each);
-    # 12 MB until its seventh round (15 more US storefronts and pages with no product markup).
-    assert sum(p.stat().st_size for p in payloads) < 13_000_000
+    # 12 MB until its seventh round (15 more US storefronts and pages with no product markup);
+    # 13 MB until its eighth round (older shops' pages and pages that are not a product).
+    assert sum(p.stat().st_size for p in payloads) < 14_000_000
     splits = [
         json.loads(p.read_text(encoding="utf-8")).get("split", "dev")
         for p in (CORPUS / "expected").glob("*.json")
@@ -205,8 +206,12 @@ def test_every_payload_names_its_public_source_and_none_is_excluded():
 # dev 1065/1099 = 96.9%, messy 861/895 = 96.2%; held-out unchanged.
 # Seventh round (24 US department, home and speciality store pages and pages with no product
 # markup, scored 58/81, 20/31 and 60/70 before the rules each batch showed; 159/181 after):
-# dev 1224/1280 = 95.6%, messy 1020/1076 = 94.8%, the floor since; held-out unchanged.
-FLOORS = {"dev": (0.956, 0.947), "heldout": (0.82, 0.75)}
+# dev 1224/1280 = 95.6%, messy 1020/1076 = 94.8%; held-out unchanged.
+# Eighth round (older shops with no markup: 4 CleanEval pages scored 0/26, 5 SWDE pages 21/36
+# before their rules, 42/62 after; 3 pages that are not a product): dev 1266/1342 = 94.3%, messy
+# 1062/1138 = 93.3% (the pages before unchanged); held-out 163/192 = 84.9%, messy 109/138 = 79.0%,
+# the first held-out change since the visible-page round. The floors since.
+FLOORS = {"dev": (0.943, 0.933), "heldout": (0.848, 0.789)}
 
 
 @pytest.mark.parametrize("split", SPLITS)
