@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
 
 from lookbench_live.scrapers.extract import decode_body, extract_document
+from lookbench_live.scrapers.items import CrawlItem
+from lookbench_live.scrapers.pipelines import LakePipeline
+from lookbench_live.warehouse.lake import Lake
 
 CORPUS = Path(__file__).parent / "corpus"
 
@@ -22,3 +26,24 @@ def corpus_page(name: str) -> tuple[str, str]:
 def page_products(text: str, url: str) -> list[Any]:
     """The products `extract` finds on a page, looks left out."""
     return extract_document(text, url, looks=False).products
+
+
+FIRST_SEEN = dt.datetime(2026, 10, 1, tzinfo=dt.UTC)
+
+
+def rekeyed_lake(
+    tmp_path: Path, product: Any, old_id: str, site: str, **changes: Any
+) -> list[dict[str, Any]]:
+    """The product rows of a lake that held `product` under `old_id` (the key the rules before gave
+    it, first seen on `FIRST_SEEN`) after a crawl found it again under its new key, with `changes`
+    (a new price): a product keeps its key and `first_seen_at` through a new id rule."""
+    lake = Lake(tmp_path / "lake")
+    before = type(product).from_json({**product.to_json(), "product_id": old_id, "id_aliases": []})
+    lake.append([before.to_record(site, FIRST_SEEN)])
+    pipeline = LakePipeline(str(tmp_path / "lake"), site, "run-2", str(tmp_path), batch_size=10)
+    pipeline.open_spider()
+    pipeline.add(
+        CrawlItem("product", {**product.to_json(), **changes}, observed_at="2026-12-01T00:00:00+00:00")
+    )
+    pipeline.close_spider()
+    return lake.read("products", columns=["product_id", "first_seen_at"]).to_pylist()

@@ -7,18 +7,14 @@ changed by a rule keeps the old one as an alias, tested on a lake written before
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
-from corpus_pages import corpus_page, page_products
+from corpus_pages import FIRST_SEEN, corpus_page, page_products, rekeyed_lake
 from lxml import html as lxml_html
 
 from lookbench_live.scrapers.extract import extract_document
 from lookbench_live.scrapers.extract.conventions import button_picture, control_name
 from lookbench_live.scrapers.extract.values import url_key
-from lookbench_live.scrapers.items import CrawlItem
-from lookbench_live.scrapers.pipelines import LakePipeline
-from lookbench_live.warehouse.lake import Lake
 
 URL = "https://shop.example.com/catalog/linen-shirt.html"
 
@@ -232,17 +228,9 @@ def test_a_part_number_is_the_id_and_the_lake_keeps_the_path_key(tmp_path):
     (product,) = page_products(text, url)
     old_id = "/search/xx/music/pid/1107874/a/Greatest+Hits.htm"  # the page's URL key
     assert (product.product_id, product.id_aliases) == ("1107874", [old_id])
-    lake = Lake(tmp_path / "lake")
-    first_seen = dt.datetime(2026, 10, 1, tzinfo=dt.UTC)
-    before = type(product).from_json({**product.to_json(), "product_id": old_id, "id_aliases": []})
-    lake.append([before.to_record("cduniverse", first_seen)])
-    pipeline = LakePipeline(str(tmp_path / "lake"), "cduniverse", "run-2", str(tmp_path), batch_size=10)
-    pipeline.open_spider()
-    pipeline.add(CrawlItem("product", product.to_json(), observed_at="2026-12-01T00:00:00+00:00"))
-    pipeline.close_spider()
-    rows = lake.read("products", columns=["product_id", "first_seen_at"]).to_pylist()
+    rows = rekeyed_lake(tmp_path, product, old_id, "cduniverse")
     assert {r["product_id"] for r in rows} == {old_id}
-    assert {r["first_seen_at"] for r in rows} == {first_seen}
+    assert {r["first_seen_at"] for r in rows} == {FIRST_SEEN}
 
 
 # --------------------------------------------------------------------------- not a product

@@ -6,11 +6,10 @@ an alias, tested on a lake written before."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from decimal import Decimal
 
-from corpus_pages import corpus_page, page_products
+from corpus_pages import FIRST_SEEN, corpus_page, page_products, rekeyed_lake
 from lxml import html as lxml_html
 
 from lookbench_live.scrapers.extract.html_fallback import currency_of
@@ -242,19 +241,9 @@ def test_an_id_the_markup_and_the_url_both_state_keys_the_product(tmp_path):
     old_id = "/p/hairpin-stool-walnut-room-essentials-153/-/A-52062126"  # the key before this round
     assert (product.product_id, product.id_aliases) == ("52062126", [old_id])
     # A lake written before keeps the old key and the product's first_seen_at.
-    lake = Lake(tmp_path / "lake")
-    first_seen = dt.datetime(2026, 10, 1, tzinfo=dt.UTC)
-    before = type(product).from_json({**product.to_json(), "product_id": old_id, "id_aliases": []})
-    lake.append([before.to_record("target", first_seen)])
-    pipeline = LakePipeline(str(tmp_path / "lake"), "target", "run-2", str(tmp_path), batch_size=10)
-    pipeline.open_spider()
-    pipeline.add(
-        CrawlItem("product", {**product.to_json(), "price": "27.99"}, observed_at="2026-12-01T00:00:00+00:00")
-    )
-    pipeline.close_spider()
-    rows = lake.read("products", columns=["product_id", "first_seen_at"]).to_pylist()
+    rows = rekeyed_lake(tmp_path, product, old_id, "target", price="27.99")
     assert {r["product_id"] for r in rows} == {old_id}
-    assert {r["first_seen_at"] for r in rows} == {first_seen}
+    assert {r["first_seen_at"] for r in rows} == {FIRST_SEEN}
     # Two different skus in the markup (recommended products') are no answer: the URL key stays
     # (a URL whose last segment is no item number: `…/A-52062126` alone keys by its number).
     page = (

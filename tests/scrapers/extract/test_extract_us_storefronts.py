@@ -7,10 +7,9 @@ tested on a lake written before."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 
-from corpus_pages import corpus_page, page_products
+from corpus_pages import FIRST_SEEN, corpus_page, page_products, rekeyed_lake
 from lxml import html as lxml_html
 
 from lookbench_live.scrapers.extract.microdata import microdata_items
@@ -20,9 +19,6 @@ from lookbench_live.scrapers.extract.values import (
     url_item_id,
     without_color_code,
 )
-from lookbench_live.scrapers.items import CrawlItem
-from lookbench_live.scrapers.pipelines import LakePipeline
-from lookbench_live.warehouse.lake import Lake
 
 
 def _one(text: str, url: str = "https://shop.example.com/p/linen-shirt"):
@@ -308,19 +304,9 @@ def test_a_lake_that_holds_the_path_key_keeps_it(tmp_path):
     (product,) = page_products(text, url)
     old_id = "/all-nighter-long-lasting-makeup-setting-spray-P263504"  # the key the rules before gave
     assert (product.product_id, product.id_aliases) == ("P263504", [old_id])
-    lake = Lake(tmp_path / "lake")
-    first_seen = dt.datetime(2026, 10, 1, tzinfo=dt.UTC)
-    before = type(product).from_json({**product.to_json(), "product_id": old_id, "id_aliases": []})
-    lake.append([before.to_record("sephora", first_seen)])
-    pipeline = LakePipeline(str(tmp_path / "lake"), "sephora", "run-2", str(tmp_path), batch_size=10)
-    pipeline.open_spider()
-    pipeline.add(
-        CrawlItem("product", {**product.to_json(), "price": "34.00"}, observed_at="2026-12-01T00:00:00+00:00")
-    )
-    pipeline.close_spider()
-    rows = lake.read("products", columns=["product_id", "first_seen_at"]).to_pylist()
+    rows = rekeyed_lake(tmp_path, product, old_id, "sephora", price="34.00")
     assert {r["product_id"] for r in rows} == {old_id}  # no second key for the same item
-    assert {r["first_seen_at"] for r in rows} == {first_seen}  # its freshness evidence kept
+    assert {r["first_seen_at"] for r in rows} == {FIRST_SEEN}  # its freshness evidence kept
 
 
 # --------------------------------------------------------------------------- must not fire (review)
