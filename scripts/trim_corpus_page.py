@@ -186,6 +186,15 @@ def trim(text: str, max_bytes: int) -> str:
         if _size(tree) <= max_bytes:
             break
         step()
+    # The cut page is written as UTF-8: a declared ISO-8859-1 or Shift_JIS would have it read as
+    # that ("Cyber-shot®" as "Cyber-shotÂ®").
+    for meta in tree.iter("meta"):
+        if meta.get("charset"):
+            meta.set("charset", "utf-8")
+        elif (meta.get("http-equiv") or "").lower() == "content-type" and "charset" in (
+            meta.get("content") or ""
+        ):
+            meta.set("content", "text/html; charset=utf-8")
     return "<!DOCTYPE html>\n" + lxml_html.tostring(tree, encoding="unicode")
 
 

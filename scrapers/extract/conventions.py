@@ -69,7 +69,7 @@ def property_value(nodes: list[dict[str, Any]], fact: str) -> str | None:
 # A statement that the product cannot be bought now, though a button may still be on the page:
 # "coming soon", "in stock soon", "back in stock", "notify me", "pre-order", "expected …".
 NOT_YET = re.compile(
-    r"(?i)\b(?:coming soon|(?:in|back in) stock soon|back in stock|notify me|pre-?order|"
+    r"(?i)\b(?:coming soon|(?:in|back in) stock soon|back in stock|notify me|pre-?order|when it arrives|"
     r"expected (?:in stock|on|by)|demnächst|bald (?:wieder )?verfügbar|bientôt disponible|"
     r"prochainement|próximamente|in arrivo|binnenkort)\b"
 )

@@ -94,6 +94,7 @@ import functools
 import html as html_module
 import json
 import re
+from collections import Counter
 from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit
@@ -659,7 +660,15 @@ def _title_element(body: lxml_html.HtmlElement) -> str | None:
     repeated = [h for h in headings if document_title and _fold(_TAG_PREFIX.sub("", h)) in document_title]
     if repeated:
         return clean_title(max(repeated, key=len))
-    return None
+    # Or whose words the <title> all holds, two or more: "Nikon COOLPIX S70 … - Red and Red (26189)"
+    # titled "onSale | Nikon COOLPIX S70 … - Red and Red 26189" beside an <h1> "Most Recent Reviews".
+    title_words = set(_WORD.findall(document_title))
+    worded = [
+        h
+        for h in headings
+        if len(set(_WORD.findall(_fold(h)))) >= 2 and set(_WORD.findall(_fold(h))) <= title_words
+    ]
+    return clean_title(max(worded, key=len)) if worded else None
 
 
 def _page_title_element(
@@ -1008,7 +1017,8 @@ def _header_price(
             break
         if any(a.tag in ("s", "del", "strike") for a in element.iterancestors()) or _in_card(element, cards):
             continue
-        own = _text(element) if len(element) <= 2 and element.tag not in ("s", "del", "strike") else ""
+        struck = next(element.iter("s", "del", "strike"), None) is not None  # `<b><s>$499.95</s></b>`
+        own = _text(element) if len(element) <= 2 and not struck else ""
         for text, where in ((own, element.tag), ((element.tail or "") if in_block else "", "text")):
             amount = _header_amount(" ".join(text.split()))
             if amount and (where == "text" or not _other_price(element, amount)):
@@ -1105,7 +1115,10 @@ def _images(
             hints = _hint(img) + " " + (_hint(holder) if holder is not None else "")
             exact = False
             if hint is None:  # the picture the page labels with the product's name
-                exact = _fold(img.get("alt")) in (_fold(title), f"{_fold(title)} 1") and bool(title)
+                # The name, "Name 1" (a gallery's first), or the name less a code in brackets
+                # after it ("… - Red and Red" for "… - Red and Red (26189)").
+                names = {_fold(title), f"{_fold(title)} 1", _fold(_TRAILING_CODE.sub("", title or ""))}
+                exact = bool(title) and _fold(img.get("alt")) in names - {""}
                 named = (exact or _names_product(img.get("alt"), title, img, url, cards)) and not _thumbnail(
                     img
                 )
@@ -1184,6 +1197,9 @@ def _thumbnail(img: lxml_html.HtmlElement) -> bool:
     return any(
         "thumb" in _hint(a).lower() and len(list(a.iter("img"))) > 1 for a in list(img.iterancestors())[:4]
     )
+
+
+_TRAILING_CODE = re.compile(r"\s*\([^()]{1,20}\)\s*$")
 
 
 def _names_product(
@@ -1277,15 +1293,27 @@ def _fold(text: str | None) -> str:
     return " ".join((text or "").casefold().split())
 
 
+# The word for brands itself, as a menu or a link to the brands page says it.
+_MENU_BRAND = re.compile(
+    r"(?i)^\s*(?:all |our |top |shop (?:all |by )?)?(?:brands?|marken|marques|marcas|merken|marchi)\s*$"
+)
+
+
 def _brand_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> str | None:
-    for element in body.iter():
-        if not isinstance(element.tag, str) or not _BRAND_HINT.search(_hint(element)):
+    named = [e for e in body.iter() if isinstance(e.tag, str) and _BRAND_HINT.search(_hint(e))]
+    # A class that three or more brand elements share is a list's field (onsale.com's
+    # `span.itemManufacturer` "Sharp" in each "customers also bought" item), not the product's.
+    shared = Counter((e.tag, e.get("class")) for e in named if e.get("class"))
+    for element in named:
+        if shared[(element.tag, element.get("class"))] >= 3:
             continue
         if _SHARE_HINT.search(_hint(element)) or _in_card(element, cards):
             continue  # Amazon's "tell-a-friend-byline" ("Share"); a recommended product's brand
         text = _text(element)
         if _CREDIT.match(text):
             continue  # a widget's credit in its `<p class="brand">`: "powered by Recomatic"
+        if _MENU_BRAND.match(text) or any(_MENU_BRAND.match(i.get("alt") or "") for i in element.iter("img")):
+            continue  # a menu's "Brands" button (`<img id="brands" alt="Brands">`), no brand's name
         if text and _is_author(element):
             continue
         match = _BRAND_TEXT.match(text) if text else None
@@ -1550,7 +1578,9 @@ def page_brand_field(body: lxml_html.HtmlElement) -> str | None:
 
 
 def _field_brand(fields: list[tuple[str, str, bool]]) -> str | None:
-    """A brand field's value in a specification table or row ("Brand" | "Anker")."""
+    """A brand field's value in a specification table or row ("Brand" | "Anker"). Never a
+    "Manufacturer" field: the maker of a licensed brand is another company ("Hanesbrands Inc."
+    for Champion)."""
     for label, value, cell in fields:
         if cell and _BRAND_LABEL.match(label) and len(value) <= 40 and len(value.split()) <= 4:
             return clean_title(value)

@@ -210,8 +210,10 @@ def test_every_payload_names_its_public_source_and_none_is_excluded():
 # Eighth round (older shops with no markup: 4 CleanEval pages scored 0/26, 5 SWDE pages 21/36
 # before their rules, 42/62 after; 3 pages that are not a product): dev 1266/1342 = 94.3%, messy
 # 1062/1138 = 93.3% (the pages before unchanged); held-out 163/192 = 84.9%, messy 109/138 = 79.0%,
-# the first held-out change since the visible-page round. The floors since.
-FLOORS = {"dev": (0.943, 0.933), "heldout": (0.848, 0.789)}
+# the first held-out change since the visible-page round. A third batch (four SWDE camera shops,
+# 15/32 before their rules, 21/32 after): dev 1287/1374 = 93.7%, messy 1083/1170 = 92.6%, held-out
+# unchanged. The floors since.
+FLOORS = {"dev": (0.936, 0.925), "heldout": (0.848, 0.789)}
 
 
 @pytest.mark.parametrize("split", SPLITS)

@@ -347,3 +347,62 @@ def test_older_rules_keep_their_right_facts():
     assert (str(product.price), product.currency) == ("2.45", "GBP")
     (product,) = _products(_review_page("layout_table"), "https://www.hardwarebarn.example/p/brass-tap")
     assert (product.title, str(product.price)) == ("Brass Garden Tap", "12.95")
+
+
+# --------------------------------------------------------------------------- third batch (SWDE cameras)
+
+
+def test_the_heading_whose_words_the_page_title_holds():
+    # onsale.com: "Nikon COOLPIX S70 … - Red and Red (26189)" beside an <h1> "Most Recent Reviews",
+    # titled "onSale | Nikon COOLPIX S70 … - Red and Red 26189" (no brackets: no exact repeat).
+    dvd = _shown("swde_onsale-nikon-coolpix-s70-red")
+    assert (dvd.title, str(dvd.price)) == (
+        "Nikon COOLPIX S70 12.1 Megapixel Digital Camera - Red and Red (26189)",
+        "299.99",
+    )
+    # Its picture's alt is the name without the code in brackets.
+    assert dvd.images == ["http://i2.cc-inc.com/prod/7887000/7887495_lg.jpg"]
+    page = _page(
+        '<h1>Linen Shirt (LS-1)</h1><h1>Most Recent Reviews</h1><span class="price">$25.00</span>'
+        "<button>Add to cart</button>",
+        title="Shop | Linen Shirt LS-1",
+    )
+    assert [p.title for p in _products(page)] == ["Linen Shirt (LS-1)"]
+    # Neither heading's words all in the title: no title from them.
+    page = page.replace("Shop | Linen Shirt LS-1", "Shop | Shirts")
+    assert [p.title for p in _products(page)] == []
+
+
+def test_a_struck_amount_inside_a_bold_cell_is_no_price():
+    # compsource.com: "Regular Price: <b><s>$499.95</s></b>" before "Our Price: <b class="red">$415.00</b>".
+    assert str(_shown("swde_compsource-panasonic-lumix-lx3").price) == "415.00"
+    page = _page("<h1>Linen Shirt</h1><b><s>$29.00</s></b><b>$25.00</b><button>Add to cart</button>")
+    assert [str(p.price) for p in _products(page)] == ["25.00"]
+
+
+def test_brands_the_page_names_and_the_ones_it_lists():
+    # A menu's "Brands" button is no brand (compsource.com's `<img id="brands" alt="Brands">`).
+    assert _shown("swde_compsource-panasonic-lumix-lx3").brand == "Panasonic"
+    head = '<h1>Linen Shirt</h1><span class="price">$25.00</span><button>Add to cart</button>'
+    for menu in (
+        '<a href="/brands"><img id="brands" alt="Brands"></a>',
+        '<div class="brand-menu">Shop by brand</div>',
+    ):
+        assert [p.brand for p in _products(_page(head + menu))] == [None], menu
+    # A "Manufacturer" field is no brand (a licensed brand's maker is another company): the
+    # "Brand Name" row is read, ecost.com's "Manufacturer: Samsung" is not.
+    assert _shown("swde_ecost-samsung-tl205-dark-blue").brand is None
+    rows = "<table><tr><td>Manufacturer</td><td>Hanesbrands Inc.</td></tr><tr><td>Brand Name</td><td>Champion</td></tr></table>"
+    assert [p.brand for p in _products(_page(head + rows))] == ["Champion"]
+    # A brand class every listed item shares is theirs (onsale.com's `span.itemManufacturer`).
+    assert _shown("swde_onsale-nikon-coolpix-s70-red").brand is None  # not "Sharp"
+    items = "".join(
+        f'<div><span class="itemBrand">Sharp</span> <a href="/p/{i}">Speaker {i}</a></div>' for i in range(3)
+    )
+    assert [p.brand for p in _products(_page(head + items))] == [None]
+
+
+def test_a_product_to_be_received_when_it_arrives_is_not_in_stock():
+    # onsale.com: an enabled "Add to cart" beside "Place your order today and be one of the first to
+    # receive this product when it arrives!"
+    assert _shown("swde_onsale-nikon-coolpix-s70-red").availability is None

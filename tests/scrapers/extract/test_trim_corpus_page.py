@@ -76,3 +76,17 @@ def test_a_yui_page_header_goes_unless_it_holds_the_product():
     page = page.replace("<div id='hd'><ul>", "<div id='hd'><h1>Sale</h1><ul>")
     tree = lxml_html.document_fromstring(_trim()(page, max_bytes=2_000))
     assert tree.xpath("//*[@id='hd']")
+
+
+def test_a_page_cut_as_utf8_declares_utf8():
+    # A 2010 page declared ISO-8859-1 ("Cyber-shot&reg;"): the cut page is written as UTF-8, so it
+    # must say so, or a reader takes "®" for "Â®".
+    from lookbench_live.scrapers.extract import decode_body
+
+    for meta in (
+        '<meta http-equiv="content-type" content="text/html;charset=ISO-8859-1">',
+        '<meta charset="Shift_JIS">',
+    ):
+        page = f"<html><head>{meta}</head><body><h1>Cyber-shot&reg; W330</h1></body></html>"
+        cut = _trim()(page, max_bytes=100_000).encode("utf-8")
+        assert "Cyber-shot® W330" in decode_body(cut), meta
