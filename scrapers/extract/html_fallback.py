@@ -92,6 +92,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import html as html_module
+import itertools
 import json
 import re
 from collections import Counter
@@ -358,10 +359,11 @@ def html_product(
     # Kindle page the first labelled id is the print edition's ISBN, not this product's.
     product_id = _pick(sources, "product_id", _markup_id(body, itemprops), "html:id")
     product_id = product_id or _pick(sources, "product_id", url_identifier(canonical), "url:asin")
-    product_id = product_id or _pick(sources, "product_id", _labelled_id(body), "html:label")
-    product_id = product_id or _pick(sources, "product_id", _article_number(body), "html:label-art-no")
+    shown = functools.cache(lambda: visible_text(body))  # the labelled-id rules read it once
+    product_id = product_id or _pick(sources, "product_id", _labelled_id(shown()), "html:label")
+    product_id = product_id or _pick(sources, "product_id", _article_number(shown()), "html:label-art-no")
     product_id = product_id or _pick(sources, "product_id", url_confirmed_id(body, canonical), "html:code")
-    product_id = product_id or _pick(sources, "product_id", _part_number(body), "html:label-part-no")
+    product_id = product_id or _pick(sources, "product_id", _part_number(shown()), "html:label-part-no")
     product_id = product_id or _pick(
         sources, "product_id", keyed_number or url_keyed_number(body, canonical), "html:number"
     )
@@ -692,8 +694,11 @@ def _page_title_element(
     host_words = set(re.split(r"[.-]", host))
     best, most = None, 1
     for element in body.iter("h2", "h3", "h4", "h5", "h6", "b", "strong", "font", "span", "td", "div", "p"):
+        # At most three elements inside (checked without walking a big block), then its text.
+        if next(itertools.islice(element.iterdescendants(), 3, None), None) is not None:
+            continue
         text = _text(element)
-        if not 3 <= len(text) <= 150 or sum(1 for _ in element.iterdescendants()) > 3:
+        if not 3 <= len(text) <= 150:
             continue
         words = set(_WORD.findall(_fold(text)))
         if len(words) <= most or not words <= document_words or 2 * len(words) < len(document_words):
@@ -1360,20 +1365,21 @@ def _markup_id(body: lxml_html.HtmlElement, itemprops: dict[str, list[Any]]) -> 
     return None
 
 
-def _labelled_id(body: lxml_html.HtmlElement) -> str | None:
-    match = _ID_LABEL.search(visible_text(body))
+def _labelled_id(text: str) -> str | None:
+    """The first id a label names in the page's visible text (`visible_text`)."""
+    match = _ID_LABEL.search(text)
     return match.group("id") if match else None
 
 
-def _article_number(body: lxml_html.HtmlElement) -> str | None:
+def _article_number(text: str) -> str | None:
     """H&M's "Art.No. 77-3066" (a label read since issue 27's sixth round: `html:label-art-no`)."""
-    match = _ART_NO_LABEL.search(visible_text(body))
+    match = _ART_NO_LABEL.search(text)
     return match.group("id") if match else None
 
 
-def _part_number(body: lxml_html.HtmlElement) -> str | None:
+def _part_number(text: str) -> str | None:
     """A shop's "Part #" / "Part No." ("CDU Part# 1107874"; read since issue 27's eighth round)."""
-    match = _PART_NO_LABEL.search(visible_text(body))
+    match = _PART_NO_LABEL.search(text)
     return match.group("id") if match else None
 
 
@@ -1620,7 +1626,7 @@ def page_composition(
 def labelled_url_id(body: lxml_html.HtmlElement, url: str) -> str | None:
     """A labelled id ("REF. 81070185", "Item #1124604") that the URL also states, as a path part
     or a query value (`?id=81070185`): two statements of the same id."""
-    found = _labelled_id(body)
+    found = _labelled_id(visible_text(body))
     return found if found and found in url_tokens(url, query=True) else None
 
 
