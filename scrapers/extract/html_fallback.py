@@ -43,7 +43,9 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   field, the brand part of the `<h1>`, an element outside product cards whose id/class names a
   brand or byline stating "Visit the X Store", "Besuche den X-Store", "Brand: X", "Marca: X"…
   (never an author or a contributor: a byline linking to an author page; never a widget's
-  "powered by …" credit), a "Brand" field of a specification table.
+  "powered by …" credit), a "Brand" field of a specification table; a link to the brand's own
+  listing (`/brand/sony/`, `/manufacturer/Samsung/…`, `?man=Nikon`) outside menus and product
+  cards whose name the product's title starts with; a meta description's leading "Brand: X,".
 - identifier: a loose `itemprop` sku / productID / mpn / gtin; a hidden `ASIN` / `sku` input; the
   ASIN of an Amazon product URL (`/dp/`, `/gp/product/`, mobile `/gp/aw/d/`); a labelled line
   ("SKU: …", "Item #: …", "Art.-Nr.: …", "ASIN: …": after the URL, as a Kindle page's first
@@ -98,7 +100,7 @@ import re
 from collections import Counter
 from decimal import Decimal
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, unquote_plus, urlsplit
 
 from lxml import html as lxml_html
 
@@ -336,6 +338,9 @@ def html_product(
             sources, "currency", marketplace_currency(canonical, price_text), "url:marketplace"
         )
         currency = currency or _pick(
+            sources, "currency", us_address_currency(body, price_text, lang, canonical), "html:us-address"
+        )
+        currency = currency or _pick(
             sources,
             "currency",
             card_currency(metas, parse_price(price_text, lang=lang) if price_text else None, lang),
@@ -355,6 +360,8 @@ def html_product(
     # The detail text is long to gather: read at most once, and only if a rule comes to it.
     detail = functools.cache(lambda: _detail_text(body, cards))
     brand = brand or _pick(sources, "brand", _field_brand(fields), "html:field")
+    brand = brand or _pick(sources, "brand", brand_link(body, cards, title), "html:brand-link")
+    brand = brand or _pick(sources, "brand", _described_brand(metas), "meta:description")
     # The id markup or a form states, then an Amazon URL's ASIN, then a labelled line: on a
     # Kindle page the first labelled id is the print edition's ISBN, not this product's.
     product_id = _pick(sources, "product_id", _markup_id(body, itemprops), "html:id")
@@ -494,6 +501,28 @@ def local_currency(text: str, lang: str | None, url: str | None = None) -> str |
         return None
     iso, sign = local
     return iso if re.search(sign, text) else None
+
+
+# A US postal address: a city, a state's code and a five-digit ZIP ("Mountain View, CA 94041",
+# "New York, NY 10038-1234"). Canada's, Australia's and Mexico's addresses are written otherwise.
+_US_ADDRESS = re.compile(
+    r"[A-Za-z][A-Za-z .'-]{1,30},\s*(?:AL|AK|AZ|AR|CA|CO|CT|DE|DC|FL|GA|HI|ID|IL|IN|IA|KS|KY|LA|ME|MD|MA|"
+    r"MI|MN|MS|MO|MT|NE|NV|NH|NJ|NM|NY|NC|ND|OH|OK|OR|PA|RI|SC|SD|TN|TX|UT|VT|VA|WA|WV|WI|WY)\s+"
+    r"\d{5}(?:-\d{4})?(?![\d-])"
+)
+
+
+def us_address_currency(
+    body: lxml_html.HtmlElement, text: str | None, lang: str | None, url: str | None
+) -> str | None:
+    """USD for a "$" price on a page that states no market (`market_region`) but shows a US
+    postal address (the shop's, in its footer or contact block): a shop that gives its address in
+    the US sells in dollars there. Never when the price text names another currency."""
+    if not text or "$" not in text or currencies_written(text) - {"USD"} or market_region(lang, url):
+        return None
+    pieces = (p for e in body.iter() if isinstance(e.tag, str) and e.tag not in ("script", "style")
+              for p in (e.text, e.tail) if p and p.strip())  # fmt: skip
+    return "USD" if _US_ADDRESS.search(" ".join(" ".join(pieces).split())) else None
 
 
 # Amazon sells in one currency per marketplace; its pages write "$" or "¥" (or no sign on old
@@ -849,7 +878,8 @@ def page_price(
     price = parse_price(text, lang=lang) if text else None
     if not text or not price:
         return None
-    return price, currency_of(text, lang, url) or marketplace_currency(url, text), source
+    currency = currency_of(text, lang, url) or marketplace_currency(url, text)
+    return price, currency or us_address_currency(body, text, lang, url), source
 
 
 _HEADING_BLOCK_LEVELS = 3  # a heading's parent, grandparent, great-grandparent
@@ -1333,6 +1363,79 @@ def _brand_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement
             if alt and len(alt) <= 40 and len(alt.split()) <= 4 and not _AUTHOR.search(alt):
                 return alt
     return None
+
+
+# A link to a brand's own listing names the brand in its URL: a path segment for brands and the
+# slug after it (`/brand/sony/n/56363/`, `/manufacturer/Samsung/smsc.aspx`), or a query key
+# (`/s?cc=LAKB&man=Nikon`).
+_BRAND_SEGMENTS = frozenset(
+    {"brand", "brands", "manufacturer", "manufacturers", "designer", "designers", "marke", "marken",
+     "marque", "marques", "marca", "marcas", "merk", "merken"}
+)  # fmt: skip
+_BRAND_KEYS = frozenset({"brand", "man", "manufacturer", "mfr", "marke", "marque", "marca"})
+# Page chrome: a menu's brand links list every brand the shop sells.
+_CHROME_HINT = re.compile(r"(?i)(?:^|[\s_-])(?:nav\w*|\w*menu\w*|header|footer)(?:$|[\s_-])")
+_PAGE_SUFFIX = re.compile(r"(?i)\.(?:s?html?|aspx?|php|jsp|cfm)$")
+
+
+def brand_link(
+    body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement], title: str | None
+) -> str | None:
+    """The brand a link to its own listing names ("See all Sony products" → `/brand/sony/`), when
+    the product's title starts with that name: as the title writes it ("Sony"). Never a link in a
+    menu, header or footer, nor in a product card (those list other products' brands)."""
+    words = list(re.finditer(r"\w+", (title or "").replace("_", " ")))
+    if not words:
+        return None
+    for link in body.iter("a"):
+        href = link.get("href")
+        if not href or _in_card(link, cards) or _in_chrome(link):
+            continue
+        for name in _brand_slugs(href):
+            named = re.findall(r"\w+", name.replace("_", " ").casefold())
+            if (
+                named
+                and len("".join(named)) >= 2
+                and len(named) <= min(4, len(words) - 1)
+                and [w.group().casefold() for w in words[: len(named)]] == named
+            ):
+                return title[: words[len(named) - 1].end()] if title else None
+    return None
+
+
+def page_brand_link(body: lxml_html.HtmlElement, title: str | None) -> str | None:
+    """`brand_link` for a structured product that states no brand."""
+    return brand_link(body, _cards(body), title)
+
+
+def _brand_slugs(href: str) -> list[str]:
+    parts = urlsplit(href)
+    segments = [unquote_plus(s) for s in parts.path.split("/")]
+    slugs = [
+        _PAGE_SUFFIX.sub("", segments[i + 1])
+        for i, segment in enumerate(segments[:-1])
+        if segment.casefold() in _BRAND_SEGMENTS
+    ]
+    slugs += [value for key, value in parse_qsl(parts.query) if key.casefold() in _BRAND_KEYS]
+    return [s for s in slugs if s and not s.isdigit()]
+
+
+def _in_chrome(element: lxml_html.HtmlElement) -> bool:
+    return any(
+        e.tag in ("nav", "header", "footer") or _CHROME_HINT.search(_hint(e))
+        for e in (element, *element.iterancestors())
+        if isinstance(e.tag, str)
+    )
+
+
+# A shop's meta description that leads with the brand as a field ("Brand: Kryptonite, Product:
+# KryptoLok Series 2 w/ Key": SmartEtailing's product pages).
+_DESCRIBED_BRAND = re.compile(r"(?i)^\s*(?:brand|marke|marque|marca)\s*:\s*(?P<brand>[^,;|]{1,60}?)\s*[,;|]")
+
+
+def _described_brand(metas: dict[str, list[str]]) -> str | None:
+    match = _DESCRIBED_BRAND.match(_first(metas, "description") or "")
+    return clean_title(match.group("brand")) if match else None
 
 
 _CREDIT = re.compile(r"(?i)^(?:powered|hosted) by\b")

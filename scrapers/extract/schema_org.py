@@ -394,6 +394,7 @@ def _fill_from_meta(
         from lookbench_live.scrapers.extract.html_fallback import (
             heading_brand,
             page_brand_field,
+            page_brand_link,
             page_heading,
         )
 
@@ -409,6 +410,10 @@ def _fill_from_meta(
             product.brand = page_brand_field(body)
             if product.brand:
                 product.sources["brand"] = "html:field"
+        if not product.brand:  # "See all Sony products": a link to the brand's own listing
+            product.brand = page_brand_link(body, product.title)
+            if product.brand:
+                product.sources["brand"] = "html:brand-link"
     if product.sources.get("product_id") == "url" and body is not None:
         # No id in the markup: one an element named for it shows that the URL also keys the
         # page by (oriflame's `<span class="code">31270</span>` at `?code=31270`). The URL-path

@@ -390,12 +390,14 @@ def test_brands_the_page_names_and_the_ones_it_lists():
     ):
         assert [p.brand for p in _products(_page(head + menu))] == [None], menu
     # A "Manufacturer" field is no brand (a licensed brand's maker is another company): the
-    # "Brand Name" row is read, ecost.com's "Manufacturer: Samsung" is not.
-    assert _shown("swde_ecost-samsung-tl205-dark-blue").brand is None
+    # "Brand Name" row is read, ecost.com's "Manufacturer: Samsung" is not (its brand comes from
+    # the link to Samsung's listing: test_extract_brand_and_market.py).
+    ecost = _shown("swde_ecost-samsung-tl205-dark-blue")
+    assert (ecost.brand, ecost.sources["brand"]) == ("Samsung", "html:brand-link")
     rows = "<table><tr><td>Manufacturer</td><td>Hanesbrands Inc.</td></tr><tr><td>Brand Name</td><td>Champion</td></tr></table>"
     assert [p.brand for p in _products(_page(head + rows))] == ["Champion"]
     # A brand class every listed item shares is theirs (onsale.com's `span.itemManufacturer`).
-    assert _shown("swde_onsale-nikon-coolpix-s70-red").brand is None  # not "Sharp"
+    assert _shown("swde_onsale-nikon-coolpix-s70-red").brand == "Nikon"  # not "Sharp"
     items = "".join(
         f'<div><span class="itemBrand">Sharp</span> <a href="/p/{i}">Speaker {i}</a></div>' for i in range(3)
     )
