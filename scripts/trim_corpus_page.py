@@ -166,8 +166,12 @@ def trim(text: str, max_bytes: int) -> str:
         lambda: [_drop(e) for e in tree.xpath(_BLOCKS)],
         # Amazon's overlays (`#a-popover-immersiveView`: the video and 360° viewer), shown on a click.
         lambda: [_drop(e) for e in tree.xpath("//*[starts-with(@id, 'a-popover-')]")],
+        # A long table, unless it holds the product (an older shop's layout table around the
+        # `<h1>`, the price and the picture: Buy.com's and Newegg's 2010 pages).
         lambda: [
-            _drop(e) for e in tree.xpath("//input[@type='hidden']|//form//ul|//table[count(.//tr) > 12]")
+            _drop(e)
+            for e in tree.xpath("//input[@type='hidden']|//form//ul|//table[count(.//tr) > 12]")
+            if e.tag != "table" or not e.xpath(_HOLDS_FACTS)
         ],
         # Pages laid out on YUI's grids (before HTML5) name the site's header and footer `#hd` /
         # `#ft` (the content is `#bd`); kept when it holds the product's heading, markup or crumbs.

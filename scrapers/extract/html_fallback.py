@@ -190,7 +190,8 @@ _MAIN_IMAGE_HINT = re.compile(
 )  # a word's start: not "border-primary"
 _IMAGE_HINT = re.compile(r"(?i)landing|main|primary|hero|product[-_ ]?(?:image|img|photo)|zoom|gallery")
 # German "Marke", never "market" ("gmarketcard", "marketplace" name shops and payment cards).
-_BRAND_HINT = re.compile(r"(?i)brand|byline|manufacturer|marke(?!t)|marque|marca")
+# Not "branding": the site's own logo block (`div#branding`).
+_BRAND_HINT = re.compile(r"(?i)brand(?!ing)|byline|manufacturer|marke(?!t)|marque|marca")
 # "availability", Amazon's "availGreen" / "availRed" (a class token that starts with "avail": never
 # "variationUnavailable" or "main-image-unavailable", which say an image is missing).
 _STOCK_HINT = re.compile(r"(?i)availability|(?:^|\s)avail\w*|stock|lieferbar|dispon")
@@ -237,13 +238,22 @@ _OUT = re.compile(
     r"slutsåld|ej i lager|udsolgt|ikke på lager|utsolgt|loppuunmyyty|ei varastossa|niedostępny|"
     r"brak w magazynie|wyprzedany|vyprodáno|není skladem|tükendi|stokta yok|нет в наличии|распродан"
 )
-# "Usually ships in 1-2 days" / "within 24 hours": a shop that ships within days holds the item
+# "Usually ships in 1-2 days" / "within 24 hours" / "Usually dispatched within 48 hours": a shop
+# that ships within days holds the item
 # (weeks, 45 days of making to order, or 24 hours "of release" are no stock).
+_SHIPS_SOON = (
+    r"\b(?:ships|dispatche[sd]) (?:in|within) (?:(?:[1-5]|one|two|three)(?:\s*(?:-|–|to)\s*[1-5])? "
+    r"(?:business |working )?days?|(?:24|48|72) hours)\b(?! of| after| from| once)"
+)
 _IN = re.compile(
     r"(?i)in stock|auf lager|lieferbar|vorrätig|en stock|disponible|available|in magazzino|em stock|em estoque|"
-    r"\bships (?:in|within) (?:(?:[1-5]|one|two|three)(?:\s*(?:-|–|to)\s*[1-5])? (?:business |working )?days?|"
-    r"(?:24|48|72) hours)\b(?! of| after| from| once)"
+    + _SHIPS_SOON
 )
+# An element named for the dispatch time (bookdepository's `span.dispatchMessage`): only its
+# "ships within days" counts, not a word such as "available" ("Dispatch available to the UK").
+_DISPATCH_HINT = re.compile(r"(?i)dispatch|ship(?:ping)?[-_]?(?:time|message|estimate)")
+_SHIPS_SOON_TEXT = re.compile("(?i)" + _SHIPS_SOON)
+_USUALLY = re.compile(r"(?i)^usually (?:ships|dispatched)\b")
 # Signs and words that name one currency, the longer first ("US$" before "S$", "CA$" before "A$").
 # "$" alone (USD, CAD, AUD, MXN, ARS…), "¥" (JPY or CNY) and "kr" (SEK, NOK, DKK, ISK) do not.
 _SIGNS = (
@@ -636,6 +646,8 @@ def _heading_text(element: lxml_html.HtmlElement) -> str:
             return  # a comment (Knockout's `<!-- ko if: isNew -->`): no words; its tail is added below
         if node is not element and _PRICE_HINT.search(_hint(node)) and _MONEY.search(_text(node)):
             return  # the tail after it is the heading's
+        if node is not element and _byline(node):
+            return  # "One Day <em>by <a href=…>David Nicholls</a></em>": the author, not the name
         words.append(node.text or "")
         for child in node:
             walk(child)
@@ -643,6 +655,22 @@ def _heading_text(element: lxml_html.HtmlElement) -> str:
 
     walk(element)
     return " ".join(" ".join(words).split())
+
+
+def _worded(text: str) -> bool:
+    """Whether a heading has a word: not only a number or code ("9780805087444")."""
+    return bool(re.search(r"[^\W\d_]", text))
+
+
+_BYLINE = re.compile(r"(?i)^(?:by|von|par|door)\s")
+
+
+def _byline(node: lxml_html.HtmlElement) -> bool:
+    """A heading's author part: an element whose text starts with "by", linking to the author or
+    named for one (a title's own words "Stand <em>by Me</em>" link nowhere)."""
+    return bool(_BYLINE.match(_text(node))) and (
+        node.find(".//a") is not None or bool(_AUTHOR_HINT.search(_hint(node)))
+    )
 
 
 def _innermost_title(element: lxml_html.HtmlElement) -> lxml_html.HtmlElement:
@@ -676,7 +704,7 @@ def _title_element(body: lxml_html.HtmlElement) -> str | None:
     if found:
         return found
     h1s = [(h, _heading_text(h)) for h in body.iter("h1")]
-    h1s = [(h, t) for h, t in h1s if 3 <= len(t) <= 300 and not _BUY.search(t)]
+    h1s = [(h, t) for h, t in h1s if 3 <= len(t) <= 300 and not _BUY.search(t) and _worded(t)]
     headings = [t for _, t in h1s]
     document_title = _fold(body.getroottree().findtext(".//title"))
     if len(headings) == 1:
@@ -710,15 +738,16 @@ def _page_title_element(
     The Sea (Widescreen Version) [DVD]</b>`, `<h2>DVD : 24 - Season Three</h2>`) and title the
     page with it ("City By The Sea (Widescreen Version) [DVD] online at Movies Unlimited"). The
     short element outside product cards whose words are all words of the `<title>`, two or more
-    and at least half of them; of several, the one with the most words, then the first. Never the
+    and at least half of them or one whole part of it before the last; of several, the one with the most words, then the first. Never the
     shop's own name: words the page's host name spells ("Movies Unlimited" on
     www.moviesunlimited.com, "Example Shop" on shop.example.com), a logo linking home."""
-    if next(body.iter("h1"), None) is not None:
-        return None
+    if any(_worded(_heading_text(h)) for h in body.iter("h1")):
+        return None  # an <h1> of only a number (AbeBooks's ISBN-13 over its `<h2>` title) names nothing
     document_title = _fold(body.getroottree().findtext(".//title"))
     document_words = set(_WORD.findall(document_title))
     parts = _TITLE_PARTS.split(document_title)
     trailing = parts[-1].strip() if len(parts) > 1 else None
+    whole_parts = {p.strip() for p in parts[:-1]} if len(parts) > 1 else set()
     host = (urlsplit(url).hostname or "").lower()
     host_words = set(re.split(r"[.-]", host))
     best, most = None, 1
@@ -730,8 +759,10 @@ def _page_title_element(
         if not 3 <= len(text) <= 150:
             continue
         words = set(_WORD.findall(_fold(text)))
-        if len(words) <= most or not words <= document_words or 2 * len(words) < len(document_words):
+        if len(words) <= most or not words <= document_words:
             continue
+        if 2 * len(words) < len(document_words) and _fold(text) not in whole_parts:
+            continue  # a few of the title's words, and not one of its parts ("ISBN: Name - Shop - Author")
         if _BUY.search(text) or _MONEY.search(text) or _in_card(element, cards):
             continue
         if host and (words <= host_words or "".join(_WORD.findall(_fold(text))) in host.replace("-", "")):
@@ -1107,12 +1138,19 @@ def _other_price(element: lxml_html.HtmlElement, text: str) -> bool:
     for above in list(element.iterancestors())[:2]:
         if _LIST_PRICE_HINT.search(_hint(above)):
             return True
-    if any(_OTHER_OFFERS.search(_hint(above)) for above in list(element.iterancestors())[:8]):
+    if any(_other_offers(above) for above in list(element.iterancestors())[:8]):
         return True
     return any(
         isinstance(d.tag, str) and ("strike" in _hint(d).lower() or d.get("data-a-strike") == "true")
         for d in element.iter()
     )
+
+
+def _other_offers(element: lxml_html.HtmlElement) -> bool:
+    """Named for other sellers' offers (Amazon's `mbc`, `olp_feature_div`); not a block named for
+    the price and the offers' link both (2010 Amazon's `#price-and-olp-condition-link-outer`
+    around the product's own "Price: $129.00")."""
+    return any(_OTHER_OFFERS.search(f" {t} ") and not _PRICE_HINT.search(t) for t in _hint(element).split())
 
 
 def _images(
@@ -1138,6 +1176,21 @@ def _images(
         if found:
             sources["image"] = "html:main-image"
             return [found]
+    for img in body.iter("img"):
+        # Or by its holder's (2010 Amazon's `div#prodImageCell > a > img`): the first picture in it.
+        holder = next(
+            (a for a in list(img.iterancestors())[:2] if _MAIN_IMAGE_ID.search(a.get("id") or "")), None
+        )
+        if (
+            holder is not None
+            and next(holder.iter("img")) is img
+            and not _thumbnail(img)
+            and not _in_card(img, cards)
+        ):
+            found = _img_url(img, url)
+            if found:
+                sources["image"] = "html:main-image"
+                return [found]
     for hint in (_MAIN_IMAGE_HINT, None, _IMAGE_HINT, _GALLERY_HINT):
         if hint is _GALLERY_HINT:  # a gallery's item or lightbox link: the full-size picture
             found = _gallery(body, url, cards)
@@ -1782,7 +1835,7 @@ def _breadcrumb(
         )
         if not named or _in_card(element, cards) or _NOT_CRUMBS.search(_hint(element)):
             continue
-        crumbs = [(clean_title(_text(a)), a.get("href")) for a in element.iter("a")]
+        crumbs = [(_crumb_name(a), a.get("href")) for a in element.iter("a") if not _page_tool(a, element)]
         crumbs = [(t, href) for t, href in crumbs if t]
         while crumbs and no_category_crumb(*crumbs[0]):
             crumbs = crumbs[1:]  # a way back before the trail ("« Back")
@@ -1807,6 +1860,31 @@ def _breadcrumb(
         if homed and len(links) == 1 and not _title_head(links[0], title):
             return links
     return None
+
+
+def _crumb_name(link: lxml_html.HtmlElement) -> str | None:
+    """A crumb's name; its `title` when the text is that and then no word (Newegg's "Cameras &
+    Camcorders<span>0_.</span>": a styled-away marker)."""
+    text, named = clean_title(_text(link)), clean_title(link.get("title"))
+    if text and named and text.startswith(named) and not re.search(r"[^\W\d_]", text[len(named) :]):
+        return named
+    return text
+
+
+# The page's tools a trail's bar also holds (Barnes & Noble's `ul.print-email`: "Add To List",
+# "E-mail a Friend", "Print This Page"), by the class or id of their list.
+_TOOLS_HINT = re.compile(
+    r"(?i)share|tell-?a-?friend|social|print|e-?mail|wish-?list|add-?(?:item-?)?to-?list"
+)
+
+
+def _page_tool(link: lxml_html.HtmlElement, trail: lxml_html.HtmlElement) -> bool:
+    for element in (link, *link.iterancestors()):
+        if element is trail:
+            return False
+        if _TOOLS_HINT.search(_hint(element)):
+            return True
+    return False
 
 
 def _title_head(crumb: str, title: str | None) -> bool:
@@ -1863,6 +1941,16 @@ def _stock_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement
                 return "InStock"
             if stock_words(text):
                 return stock_words(text)
+    for element in body.iter():
+        if not isinstance(element.tag, str) or len(element) > 3 or _in_card(element, cards):
+            continue
+        text = _text(element)
+        if not text or len(text) > 200 or not _SHIPS_SOON_TEXT.search(text) or NOT_YET.search(text):
+            continue
+        # Named for the dispatch time, or all of it the item's own "Usually ships within 2-3
+        # days" (Barnes & Noble's, a link to the shipping help): not a banner's "Orders ship …".
+        if _DISPATCH_HINT.search(_hint(element)) or (_USUALLY.match(text) and len(text) <= 60):
+            return "InStock"
     return sold_status(body, cards)
 
 

@@ -288,7 +288,7 @@ def normalize_brand(value: Any, index: dict[str, dict[str, Any]] | None = None) 
 # the query parameter does.
 _SCRIPT_PAGE = re.compile(r"(?i)^[a-z_]{1,24}\.(?:html?|php|aspx?|jsp|do|cgi)$")
 _ID_PARAM = re.compile(
-    r"(?i)^(?:id|item_?(?:id|no|code)|goods_?(?:code|no|id)|product_?(?:id|no|code)|prod_?id|pid|sku)$"
+    r"(?i)^(?:id|item(?:_?(?:id|no|code))?|goods_?(?:code|no|id)|product_?(?:id|no|code)|prod_?id|pid|sku)$"
 )
 _ID_VALUE = re.compile(r"(?=[\w-]*\d)[A-Za-z0-9][\w-]{2,40}")
 

@@ -8,12 +8,17 @@ from __future__ import annotations
 import pytest
 from corpus_pages import corpus_page, page_products
 
+from lookbench_live.scrapers.extract.values import url_key
+
 URL = "https://shop.example.com/catalog/linen-shirt.html"
-HEAD = '<h1>{title}</h1><span class="price">{price}</span><button>Add to cart</button>'
+HEAD = '<h1>{title}</h1><span class="price">{price}</span>{buy}'
+BUY = "<button>Add to cart</button>"
 
 
-def _page(body: str, title: str = "Acme Linen Shirt", price: str = "$25.00", lang: str = "en") -> str:
-    heading = HEAD.format(title=title, price=price)
+def _page(
+    body: str, title: str = "Acme Linen Shirt", price: str = "$25.00", lang: str = "en", buy: str = BUY
+) -> str:
+    heading = HEAD.format(title=title, price=price, buy=buy)
     return f'<html lang="{lang}"><head><title>{title} - Example Shop</title></head><body>{heading}{body}</body></html>'
 
 
@@ -127,3 +132,137 @@ def test_no_dollar_from_an_address_that_is_not_a_us_one_or_a_page_with_its_marke
     body, price, lang, currency
 ):
     assert _one(_page(body, price=price, lang=lang)).currency == currency
+
+
+# --------------------------------------------------------------------------- dispatch time
+
+
+def test_an_element_named_for_the_dispatch_time_states_the_stock():
+    # bookdepository.com: `<span class="dispatchMessage">Usually dispatched within 48 hours</span>`.
+    assert _shown("swde_bookdepository-sarahs-key").availability == "InStock"
+    for message in (
+        '<span class="dispatchMessage">Usually dispatched within 48 hours</span>',
+        '<p class="shipping-time">Ships in 2-3 business days</p>',
+    ):
+        assert _one(_page(message, buy="")).availability == "InStock", message
+    for message in (
+        # Not a dispatch time within days: a word that is no stock, a later dispatch.
+        '<span class="dispatchMessage">Dispatch available to the UK only</span>',
+        '<span class="dispatchMessage">Usually dispatched within 3 weeks</span>',
+        '<span class="dispatchMessage">Dispatched within 48 hours of release</span>',
+    ):
+        assert _one(_page(message)).sources["availability"] == "html:buy-control", message
+        assert page_products(_page(message, buy=""), URL) == [], message  # nor a product page
+
+
+# --------------------------------------------------------------------------- book shops, 2010
+
+
+def test_a_headings_byline_is_no_part_of_the_name():
+    # Barnes & Noble: `<h1>One Day <em class="nl">by <a href=…ATH=David+Nicholls>David Nicholls</a></em></h1>`.
+    book = _shown("swde_barnesandnoble-one-day")
+    assert (book.title, book.availability, book.category_path) == (
+        "One Day",
+        "InStock",  # "Usually ships within 2-3 days", a link to the shipping help
+        [
+            "Books",
+            "Motivations - Fiction",
+        ],  # not the bar's "Add To List", "E-mail a Friend", "Print This Page"
+    )
+    for heading, name in (
+        ('One Day <span class="author">by David Nicholls</span>', "One Day"),
+        ('One Day <em>by <a href="/a/david-nicholls">David Nicholls</a></em>', "One Day"),
+        ("Stand <em>by Me</em>", "Stand by Me"),  # the name's own words link nowhere
+    ):
+        assert _one(_page("", title=heading)).title == name, heading
+
+
+def test_usually_ships_within_days_alone_is_in_stock_and_a_banner_is_not():
+    assert (
+        _one(_page('<a href="/help/shipping">Usually ships within 2-3 days</a>', buy="")).availability
+        == "InStock"
+    )
+    for banner in (
+        "<p>Most orders ship within 24 hours of payment.</p>",
+        "<p>Usually ships within 2-3 days when ordered before noon on a weekday, from our warehouse.</p>",
+        "<p>Usually ships within 4 weeks</p>",
+    ):
+        assert page_products(_page(banner, buy=""), URL) == [], banner
+
+
+def test_trail_bar_tools_are_no_categories():
+    trail = (
+        '<div id="header-breadcrumbs"><p><a href="/">Home</a> <a href="/books">Books</a> '
+        '<a href="/fiction">Fiction</a></p><ul class="print-email"><li><a href="/list">Add To List</a></li>'
+        '<li><a href="/mail" class="emailAFriend">E-mail a Friend</a></li></ul></div>'
+    )
+    assert _one(_page(trail)).category_path == ["Books", "Fiction"]
+
+
+def test_a_number_in_the_h1_is_no_name_and_a_whole_part_of_the_page_title_is():
+    # AbeBooks: `<h1 class="isbn">9780805087444</h1>` over `<h2 class="plptitle">` with the
+    # book's name, titled "9780805087444: A People's History of American Empire - AbeBooks -
+    # Zinn, Howard;Buhle, Paul;…". Its page lists ten sellers' offers with a buy button each:
+    # no one product's price, so no product rather than the ISBN as a name.
+    assert page_products(*corpus_page("swde_abebooks-peoples-history-american-empire")) == []
+    title = "9780805087444: Linen Shirt Blue - Example Shop - Zinn, Howard; Buhle, Paul"
+    body = (
+        "<h1>9780805087444</h1><h2>Linen Shirt Blue</h2><p>Our Price: $25.00</p><button>Add to cart</button>"
+    )
+    text = f"<html><head><title>{title}</title></head><body>{body}</body></html>"
+    (product,) = page_products(text, URL)
+    assert (product.title, str(product.price)) == ("Linen Shirt Blue", "25.00")
+    # Not a few of the title's words in a heading that is none of its parts.
+    text = text.replace("<h2>Linen Shirt Blue</h2>", "<h2>Linen Blue</h2>")
+    assert page_products(text, URL) == []
+
+
+def test_the_sites_branding_block_is_no_brand():
+    logo = '<div id="branding"><a href="https://shop.example.com/"><img src="/logo.gif" alt="Example Passion"></a></div>'
+    assert _one(_page(logo)).brand is None
+
+
+# --------------------------------------------------------------------------- camera shops, 2010
+
+
+def test_a_block_named_for_the_price_and_the_offers_link_holds_the_price():
+    # 2010 Amazon: "Price: $129.00" inside `#price-and-olp-condition-link-outer`; the picture in
+    # `div#prodImageCell > a > img`.
+    camera = _shown("swde_amazon-canon-powershot-sd1300-is-silver")
+    assert (str(camera.price), camera.currency, camera.product_id) == ("129.00", "USD", "B0035FZJKI")
+    assert camera.images[0].startswith("http://ecx.images-amazon.com/images/I/41eDq%2BYYvyL.")
+    head = "<h1>Linen Shirt</h1><button>Add to cart</button>"
+    # Other sellers' offers before it stay other prices: `olp_feature_div`, `mbc`.
+    own = '<div id="price-and-olp-condition-link-outer"><b class="priceLarge">$25.00</b></div>'
+    for holder in ('<div id="olp_feature_div">', '<div class="mbc">'):
+        offers = f'{holder}<span class="price">$19.00</span></div>'
+        assert str(_one(f"<html><body>{head}{offers}{own}</body></html>").price) == "25.00", holder
+
+
+def test_the_first_picture_in_a_holder_named_for_the_main_image():
+    holder = '<div id="prodImageCell"><a href="/images/big"><img src="/i/shirt.jpg" alt="x"></a></div>'
+    assert _one(_page(holder)).images == ["https://shop.example.com/i/shirt.jpg"]
+    thumbs = '<div id="prodImageCell" class="thumbs"><img src="/i/a.jpg"><img src="/i/b.jpg"></div>'
+    assert _one(_page(thumbs)).images == []
+
+
+def test_a_crumbs_title_when_its_text_adds_no_word():
+    # Newegg: `<a title="Cameras &amp; Camcorders">Cameras &amp; Camcorders<span>0_.</span></a>`.
+    assert _shown("swde_newegg-canon-powershot-s90-black").category_path == [
+        "Cameras & Camcorders",
+        "Point & Shoot Cameras",
+        "Canon USA",
+    ]
+    trail = (
+        '<div class="breadcrumb"><a href="/">Home</a> <a href="/shirts" title="Shirts">Shirts<span>1_.</span></a> '
+        '<a href="/linen" title="Linen">Linen shirts for summer</a></div>'
+    )
+    assert _one(_page(trail)).category_path == ["Shirts", "Linen shirts for summer"]
+
+
+def test_an_item_query_keys_a_script_pages_product():
+    # PCNation: `details.asp?item=1732AA`; before, every item of the site had the key
+    # "/web/details.asp" (so no alias is kept: that key named no one product).
+    assert _shown("swde_pcnation-panasonic-lumix-dmc-fx37-black").product_id == "1732AA"
+    assert url_key("http://www.pcnation.com/web/details.asp?item=1732AA") == "1732AA"
+    assert url_key("https://shop.example.com/list.asp?item=shirts") == "/list.asp"  # no number: no item

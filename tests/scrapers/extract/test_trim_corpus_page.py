@@ -90,3 +90,14 @@ def test_a_page_cut_as_utf8_declares_utf8():
         page = f"<html><head>{meta}</head><body><h1>Cyber-shot&reg; W330</h1></body></html>"
         cut = _trim()(page, max_bytes=100_000).encode("utf-8")
         assert "Cyber-shot® W330" in decode_body(cut), meta
+
+
+def test_a_long_layout_table_holding_the_product_stays():
+    # Older shops lay the whole page out in one table: Buy.com's and Newegg's 2010 pages lost
+    # their heading, price and picture when every table of more than 12 rows went.
+    rows = "".join(f"<tr><td><a href='/c/{i}'>Category {i}</a></td></tr>" for i in range(40))
+    product = "<tr><td><h1>Canon PowerShot S90</h1><span class='price'>$349.00</span></td></tr>"
+    page = f"<html><body><table>{rows}</table><table>{product}{rows}</table></body></html>"
+    tree = lxml_html.document_fromstring(_trim()(page, max_bytes=1_000))
+    assert tree.findtext(".//h1") == "Canon PowerShot S90"
+    assert len(tree.xpath("//table")) == 1  # the menu's table went
