@@ -9,7 +9,8 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
 - title (a price element inside the heading is no part of it): a loose `itemprop="name"`; an element whose id names a product title (`#productTitle`;
   inside a title group such as Amazon's `#productTitleGroupAnchor`, the innermost title or
   `<h1>` in it); the page's only meaningful `<h1>` (with the `<h2>` after it when the page's
-  `<title>` starts with both: a brand heading over the model); an element whose class names one;
+  `<title>` starts with both: a brand heading over the model; an `<h1>` of only a number is
+  none, and a "by <a>Author</a>" part of it is no part of the name); an element whose class names one;
   `og:title`. A title cut short ("…Pain...") is completed by the page's `og:title` / `twitter:title`.
 - price: a loose `itemprop="price"`; the first element whose id (then, failing that, class) names
   a price (not a list, old, "was", saving or shipping price) whose text is one amount with a
@@ -29,7 +30,8 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   the Amazon marketplace's currency (amazon.com USD, .co.uk GBP, .de EUR, .ca CAD, .com.br BRL,
   .co.jp JPY…) when the price text names no other and, for a dollar marketplace, writes "$"
   (source `url:marketplace`), else the currency a Twitter product card's price field names for
-  the same amount ("$955.00 USD"). A price element's parts under a `display: none` class
+  the same amount ("$955.00 USD"), else USD for "$" on a page that states no market but shows a
+  US postal address ("Torrance, CA 90504": `us_address_currency`, source `html:us-address`). A price element's parts under a `display: none` class
   (`ng-hide`, `d-none`, `hidden`) are not read.
 - image: a loose `itemprop="image"`; `og:image`; an `<img>` whose id names the main picture
   (Amazon's `#landingImage`, `#main-image`, `#imgBlkFront`); one whose class (or its holder's)
@@ -56,7 +58,8 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
 - availability: `itemprop="availability"`, `og:availability`, else the text of an element whose
   id/class names availability or stock (Amazon's `.availGreen`) ("In Stock", "Auf Lager", "En
   stock", "Em stock", "Ausverkauft", "Indisponible"…; never "In stock soon", "Notify me…"), an
-  "Availability" field, else InStock when the page's own add-to-cart controls are all enabled and
+  element named for the dispatch time or a short "Usually ships within 2-3 days" (up to five
+  days or 72 hours), an "Availability" field, else InStock when the page's own add-to-cart controls are all enabled and
   its text outside product cards states no out-of-stock or "coming soon" phrase
   (`conventions.buy_control_stock`, source `html:buy-control`).
 - colour, material (never guessed): a field the page shows outside product cards — a table row,
