@@ -194,7 +194,9 @@ _MAIN_IMAGE_HINT = re.compile(
 _IMAGE_HINT = re.compile(r"(?i)landing|main|primary|hero|product[-_ ]?(?:image|img|photo)|zoom|gallery")
 # German "Marke", never "market" ("gmarketcard", "marketplace" name shops and payment cards).
 # Not "branding": the site's own logo block (`div#branding`).
-_BRAND_HINT = re.compile(r"(?i)brand(?!ing)|byline|manufacturer|marke(?!t)|marque|marca")
+_BRAND_HINT = re.compile(
+    r"(?i)brand(?!ing(?:$|[\s_-]))|(?<![\w-])(?:product|item)-branding|byline|manufacturer|marke(?!t)|marque|marca"
+)
 # "availability", Amazon's "availGreen" / "availRed" (a class token that starts with "avail": never
 # "variationUnavailable" or "main-image-unavailable", which say an image is missing).
 _STOCK_HINT = re.compile(r"(?i)availability|(?:^|\s)avail\w*|stock|lieferbar|dispon")
@@ -535,7 +537,16 @@ def us_address_currency(
         return None
     pieces = (p for e in body.iter() if isinstance(e.tag, str) and e.tag not in ("script", "style")
               for p in (e.text, e.tail) if p and p.strip())  # fmt: skip
-    return "USD" if _US_ADDRESS.search(" ".join(" ".join(pieces).split())) else None
+    shown = " ".join(" ".join(pieces).split())
+    if (lang and not lang.lower().startswith("en")) or _OTHER_DOLLAR_PLACE.search(shown):
+        return None
+    return "USD" if _US_ADDRESS.search(shown) else None
+
+
+# Another dollar country's address or name: a Canadian postcode, an Australian state and postcode.
+_OTHER_DOLLAR_PLACE = re.compile(
+    r"\b[A-Z]\d[A-Z] ?\d[A-Z]\d\b|\b(?:NSW|VIC|QLD|TAS|ACT)\s+\d{4}\b|\b(?:Canada|Australia|New Zealand|M[eé]xico)\b"
+)
 
 
 # Amazon sells in one currency per marketplace; its pages write "$" or "¥" (or no sign on old
@@ -662,7 +673,7 @@ def _heading_text(element: lxml_html.HtmlElement) -> str:
 
 def _worded(text: str) -> bool:
     """Whether a heading has a word: not only a number or code ("9780805087444")."""
-    return bool(re.search(r"[^\W\d_]", text))
+    return not re.fullmatch(r"[\d\s-]{8,}", text)
 
 
 _BYLINE = re.compile(r"(?i)^(?:by|von|par|door)\s")
@@ -671,7 +682,7 @@ _BYLINE = re.compile(r"(?i)^(?:by|von|par|door)\s")
 def _byline(node: lxml_html.HtmlElement) -> bool:
     """A heading's author part: an element whose text starts with "by", linking to the author or
     named for one (a title's own words "Stand <em>by Me</em>" link nowhere)."""
-    return bool(_BYLINE.match(_text(node))) and (
+    return bool(_BYLINE.match(node.text or "")) and (
         node.find(".//a") is not None or bool(_AUTHOR_HINT.search(_hint(node)))
     )
 
@@ -750,7 +761,7 @@ def _page_title_element(
     document_words = set(_WORD.findall(document_title))
     parts = _TITLE_PARTS.split(document_title)
     trailing = parts[-1].strip() if len(parts) > 1 else None
-    whole_parts = {p.strip() for p in parts[:-1]} if len(parts) > 1 else set()
+    whole_parts = {max((p.strip() for p in parts[:-1]), key=len)} if len(parts) > 1 else set()
     host = (urlsplit(url).hostname or "").lower()
     host_words = set(re.split(r"[.-]", host))
     best, most = None, 1
@@ -1153,7 +1164,20 @@ def _other_offers(element: lxml_html.HtmlElement) -> bool:
     """Named for other sellers' offers (Amazon's `mbc`, `olp_feature_div`); not a block named for
     the price and the offers' link both (2010 Amazon's `#price-and-olp-condition-link-outer`
     around the product's own "Price: $129.00")."""
-    return any(_OTHER_OFFERS.search(f" {t} ") and not _PRICE_HINT.search(t) for t in _hint(element).split())
+    return any(_OTHER_OFFERS.search(f" {t} ") and not _price_first(t) for t in _hint(element).split())
+
+
+def _price_first(token: str) -> bool:
+    price, offers = _PRICE_HINT.search(token), _OTHER_OFFERS.search(f" {token} ")
+    return bool(price and offers and price.start() < offers.start())
+
+
+def _badge(img: lxml_html.HtmlElement, holder: lxml_html.HtmlElement) -> bool:
+    """A badge, a logo or an icon set in the main picture's holder ("New arrival", the brand's
+    logo linking to its page), by its file or its own or its wrappers' names inside the holder."""
+    inside = list(itertools.takewhile(lambda a: a is not holder, img.iterancestors()))
+    named = " ".join([img.get("src") or "", _hint(img), *(_hint(a) for a in inside)])
+    return bool(re.search(r"(?i)badge|logo|icon|ribbon|sprite", named))
 
 
 def _images(
@@ -1186,7 +1210,7 @@ def _images(
         )
         if (
             holder is not None
-            and next(holder.iter("img")) is img
+            and next((i for i in holder.iter("img") if not _badge(i, holder)), None) is img
             and not _thumbnail(img)
             and not _in_card(img, cards)
         ):
@@ -1454,9 +1478,26 @@ def brand_link(
                 and len("".join(named)) >= 2
                 and len(named) <= min(4, len(words) - 1)
                 and [w.group().casefold() for w in words[: len(named)]] == named
+                and not re.match(r"[-'’]\w", title[words[len(named) - 1].end() :] if title else "")
+                and not _compat_or_list(link)
             ):
                 return title[: words[len(named) - 1].end()] if title else None
     return None
+
+
+_COMPAT = re.compile(
+    r"(?i)\b(?:fits?|compatible|compatibility|works with|for use with|replacement for|suitable for)\b"
+)
+
+
+def _compat_or_list(link: lxml_html.HtmlElement) -> bool:
+    """A link naming a brand the product fits ("Fits: Apple Watch"), or one of a list of brands."""
+    above = list(link.iterancestors())[:2]
+    if any(_COMPAT.search(_text(a)) for a in above[:1]):
+        return True
+    return any(
+        len({s.casefold() for x in a.iter("a") for s in _brand_slugs(x.get("href") or "")}) > 1 for a in above
+    )
 
 
 def page_brand_link(body: lxml_html.HtmlElement, title: str | None) -> str | None:
@@ -1869,7 +1910,8 @@ def _crumb_name(link: lxml_html.HtmlElement) -> str | None:
     """A crumb's name; its `title` when the text is that and then no word (Newegg's "Cameras &
     Camcorders<span>0_.</span>": a styled-away marker)."""
     text, named = clean_title(_text(link)), clean_title(link.get("title"))
-    if text and named and text.startswith(named) and not re.search(r"[^\W\d_]", text[len(named) :]):
+    rest = text[len(named) :] if text and named and text.startswith(named) else " "
+    if not rest[:1].isspace() and not re.search(r"[^\W\d_]", rest):
         return named
     return text
 
@@ -1881,11 +1923,14 @@ _TOOLS_HINT = re.compile(
 )
 
 
+_TOOL_TEXT = re.compile(r"(?i)^(?:print\b|e-?mail\b|share\b|add to\b|tell a friend|save\b|\W*$)")
+
+
 def _page_tool(link: lxml_html.HtmlElement, trail: lxml_html.HtmlElement) -> bool:
     for element in (link, *link.iterancestors()):
         if element is trail:
             return False
-        if _TOOLS_HINT.search(_hint(element)):
+        if _TOOLS_HINT.search(_hint(element)) and _TOOL_TEXT.match(_text(link)):
             return True
     return False
 
@@ -1925,6 +1970,19 @@ def page_breadcrumb(
     return _breadcrumb(body, _cards(body) if cards is None else cards, title, url)
 
 
+def _sold_out_shown(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> bool:
+    """A short element outside cards that says only that the item is out ("Sold out")."""
+    # Only small elements: reading the text of every block of a long page would be slow.
+    return any(
+        isinstance(e.tag, str)
+        and len(e) <= 2
+        and not _in_card(e, cards)
+        and len(_text(e)) <= 30
+        and _OUT.search(_text(e))
+        for e in body.iter()
+    )
+
+
 def _stock_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> str | None:
     """The stock an element named for it states: by id first (one per page), then by class."""
     for attr in ("id", "class"):
@@ -1952,7 +2010,9 @@ def _stock_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement
             continue
         # Named for the dispatch time, or all of it the item's own "Usually ships within 2-3
         # days" (Barnes & Noble's, a link to the shipping help): not a banner's "Orders ship …".
-        if _DISPATCH_HINT.search(_hint(element)) or (_USUALLY.match(text) and len(text) <= 60):
+        if (_DISPATCH_HINT.search(_hint(element)) or (_USUALLY.match(text) and len(text) <= 60)) and not (
+            sold_status(body, cards) or _sold_out_shown(body, cards)
+        ):
             return "InStock"
     return sold_status(body, cards)
 
