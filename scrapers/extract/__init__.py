@@ -21,6 +21,7 @@ from lookbench_live.scrapers.extract.model import (
 )
 from lookbench_live.scrapers.extract.schema_org import extract_schema_org
 from lookbench_live.scrapers.extract.shopify import extract_shopify, is_shopify_payload
+from lookbench_live.scrapers.extract.values import known_brand
 from lookbench_live.scrapers.extract.woocommerce import extract_woocommerce, is_woocommerce_payload
 
 __all__ = [
@@ -100,6 +101,15 @@ def detect_platform(text: str) -> str:
 
 def extract_document(text: str, url: str, *, looks: bool = True) -> Extraction:
     """Products (and looks) of one saved page or API response; the platform is detected."""
+    extraction = _extract(text, url, looks=looks)
+    for product in extraction.products:
+        if product.brand and known_brand(product.brand) is None:
+            product.brand = None  # "Brand: Unbranded" says the item has none
+            product.sources.pop("brand", None)
+    return extraction
+
+
+def _extract(text: str, url: str, *, looks: bool) -> Extraction:
     data = _json(text)
     if data is not None:
         if is_shopify_payload(data):

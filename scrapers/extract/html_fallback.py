@@ -48,6 +48,7 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   "powered by …" credit), a "Brand" field of a specification table; a link to the brand's own
   listing (`/brand/sony/`, `/manufacturer/Samsung/…`, `?man=Nikon`) outside menus and product
   cards whose name the product's title starts with; a meta description's leading "Brand: X,".
+  A value that says there is none ("Unbranded", "Generic") is dropped by `extract_document`.
 - identifier: a loose `itemprop` sku / productID / mpn / gtin; a hidden `ASIN` / `sku` input; the
   ASIN of an Amazon product URL (`/dp/`, `/gp/product/`, mobile `/gp/aw/d/`); a labelled line
   ("SKU: …", "Item #: …", "Art.-Nr.: …", "ASIN: …": after the URL, as a Kindle page's first

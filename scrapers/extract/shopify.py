@@ -19,6 +19,7 @@ from lookbench_live.scrapers.extract.values import (
     find_color,
     find_material,
     image_urls,
+    known_brand,
     parse_price,
     title_color,
 )
@@ -194,7 +195,7 @@ def shopify_product(item: dict[str, Any], root: str, page_url: str | None = None
         url=f"{root}/products/{item['handle']}",
         platform="shopify",
         title=title,
-        brand=clean_title(item.get("vendor")),
+        brand=known_brand(clean_title(item.get("vendor"))),
         price=price,
         price_max=price_max,
         compare_at_price=compare,

@@ -258,6 +258,20 @@ def merge_availability(values: Iterable[str | None]) -> str | None:
     return "OutOfStock" if seen else None
 
 
+# What marketplaces and spec tables write in a brand's field for an item that has none (eBay's
+# "Unbranded" and "Does not apply", Amazon's "Generic", Mercado Libre's "Genérico"). Not "No
+# Brand" or "No Name": E-Mart's and Loblaw's own brands.
+_PLACEHOLDER_BRAND = re.compile(
+    r"(?i)^\s*(?:un-?branded|non-?branded|generic|gen[eé]ric[oa]|n/?a|none|unknown|"
+    r"not applicable|does not apply|sin marca|ohne marke|sans marque|senza marca|-+)\s*\.?\s*$"
+)
+
+
+def known_brand(value: str | None) -> str | None:
+    """A brand field's value, or None when it says the item has no brand ("Unbranded")."""
+    return None if value is None or _PLACEHOLDER_BRAND.match(value) else value
+
+
 def normalize_brand(value: Any, index: dict[str, dict[str, Any]] | None = None) -> str | None:
     """A brand given as a string, an object (`Brand`, `Organization`, `Thing`), an `@id`, a list,
     or the URL of the brand's page (its last path segment, "…/brands/activelle" is "activelle")."""

@@ -17,6 +17,7 @@ from lookbench_live.scrapers.extract.values import (
     find_color,
     find_material,
     image_urls,
+    known_brand,
     normalize_brand,
     parse_price,
     title_color,
@@ -124,7 +125,7 @@ def woocommerce_product(item: dict[str, Any], url: str) -> NormalizedProduct | N
         for c in (clean_title(c.get("name")) for c in item.get("categories") or [] if isinstance(c, dict))
         if c
     ]
-    brand = normalize_brand(item.get("brands")) if item.get("brands") else None
+    brand = known_brand(normalize_brand(item.get("brands"))) if item.get("brands") else None
     variants = [
         {"id": str(v.get("id")), "attributes": v.get("attributes")}
         for v in item.get("variations") or []

@@ -328,6 +328,11 @@ def _review(name: str):
         ("r8d_bn_tools_ok", "category", ["Books", "Fiction"]),
         # A product's own "branding" block is its brand; the site's `#branding` is not.
         ("r7a_product_branding", "brand", "Makita"),
+        # A brand field that says the item has none is no brand (eBay, Mercado Libre).
+        ("r2a_unbranded", "brand", None),
+        ("r2b_does_not_apply", "brand", None),
+        ("r2c_generic_es", "brand", None),
+        ("r2d_field_unbranded_baseline", "brand", None),
         ("r11a_item_qty", "product_id", "/catalog.php"),
         ("r11c_item_ok", "product_id", "1732AA"),
     ],
@@ -344,3 +349,22 @@ def test_the_reviews_pages(name, fact, value):
         "price": str(product.price),
     }.get(fact, getattr(product, fact, None))
     assert got == value
+
+
+def test_a_brand_field_saying_there_is_none_on_every_platform():
+    from lookbench_live.scrapers.extract import extract_shopify, extract_woocommerce
+    from lookbench_live.scrapers.extract.values import known_brand
+
+    for value in ("Unbranded", "Does not apply", "Generic", "Genérico", "N/A", "sin marca", "-"):
+        assert known_brand(value) is None, value
+    # Real brands: E-Mart's "No Brand", Loblaw's "No Name", words that start like one.
+    for value in ("No Brand", "No Name", "Nonesuch", "Generics Lab", "Acme"):
+        assert known_brand(value) == value
+    shop = {"products": [{"id": 1, "title": "Tee", "handle": "tee", "vendor": "Unbranded",
+                          "variants": [{"id": 2, "price": "10.00", "available": True}]}]}  # fmt: skip
+    assert extract_shopify(shop, "https://shop.example.com/products.json").products[0].brand is None
+    woo = [{"id": 3, "name": "Mug", "permalink": "https://shop.example.com/product/mug/",
+            "prices": {"price": "1000", "currency_code": "USD", "currency_minor_unit": 2},
+            "brands": [{"name": "Generic"}]}]  # fmt: skip
+    products = extract_woocommerce(woo, "https://shop.example.com/wp-json/wc/store/v1/products").products
+    assert [p.brand for p in products] == [None]
