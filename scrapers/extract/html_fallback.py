@@ -1448,7 +1448,7 @@ def _brand_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement
 
 # A link to a brand's own listing names the brand in its URL: a path segment for brands and the
 # slug after it (`/brand/sony/n/56363/`, `/manufacturer/Samsung/smsc.aspx`), or a query key
-# (`/s?cc=LAKB&man=Nikon`).
+# (`/s?cc=LAKB&man=Nikon`; any key naming a brand: 2010 Amazon's "by <a href=…&field-brandtextbin=Canon>").
 _BRAND_SEGMENTS = frozenset(
     {"brand", "brands", "manufacturer", "manufacturers", "designer", "designers", "marke", "marken",
      "marque", "marques", "marca", "marcas", "merk", "merken"}
@@ -1514,7 +1514,11 @@ def _brand_slugs(href: str) -> list[str]:
         for i, segment in enumerate(segments[:-1])
         if segment.casefold() in _BRAND_SEGMENTS
     ]
-    slugs += [value for key, value in parse_qsl(parts.query) if key.casefold() in _BRAND_KEYS]
+    slugs += [
+        value
+        for key, value in parse_qsl(parts.query)
+        if key.casefold() in _BRAND_KEYS or "brand" in key.casefold()  # `field-brandtextbin=Canon`
+    ]
     return [s for s in slugs if s and not s.isdigit()]
 
 

@@ -45,6 +45,8 @@ def test_a_link_to_the_brands_listing_names_the_brand():
         ("swde_jr-sony-dsc-w330-black", "Sony"),
         ("swde_ecost-samsung-tl205-dark-blue", "Samsung"),
         ("swde_onsale-nikon-coolpix-s70-red", "Nikon"),
+        # 2010 Amazon: "by <a href=…&field-brandtextbin=Canon>Canon</a>" under the heading.
+        ("swde_amazon-canon-powershot-sd1300-is-silver", "Canon"),
     ):
         product = _shown(name)
         assert (product.brand, product.sources["brand"]) == (brand, "html:brand-link"), name
@@ -53,6 +55,7 @@ def test_a_link_to_the_brands_listing_names_the_brand():
         ('<a href="/brands/acme-co/">More from this maker</a>', "ACME Co Linen Shirt", "ACME Co"),
         ('<a href="/designer/Acme.html">Acme</a>', "Acme Linen Shirt", "Acme"),
         ('<a href="/search?q=&brand=La+Crosse">La Crosse</a>', "La Crosse Atomic Clock", "La Crosse"),
+        ('<a href="/s?node=1&filter_brand=Acme">Acme</a>', "Acme Linen Shirt", "Acme"),
     ):
         assert _one(_page(f"<div>{link}</div>", title=title)).brand == brand, link
 
@@ -70,6 +73,7 @@ def test_a_link_to_the_brands_listing_names_the_brand():
         # A title that is only the brand's name; a numeric brand id; the brands page itself.
         ('<div><a href="/brand/acme/">Acme</a></div>', "Acme"),
         ('<div><a href="/brand/38/">Acme</a></div>', "Acme Linen Shirt"),
+        ('<div><a href="/list?brand_id=38">Acme</a></div>', "Acme Linen Shirt"),
         ('<div><a href="/brands/">All brands</a></div>', "Acme Linen Shirt"),
     ],
 )
