@@ -259,6 +259,9 @@ _IN = re.compile(
 # "ships within days" counts, not a word such as "available" ("Dispatch available to the UK").
 _DISPATCH_HINT = re.compile(r"(?i)dispatch|ship(?:ping)?[-_]?(?:time|message|estimate)")
 _SHIPS_SOON_TEXT = re.compile("(?i)" + _SHIPS_SOON)
+# The same words with no boundary around them: found in the page's text wherever an element's
+# text states one (`_dispatch_time` reads elements only then).
+_SHIPS_SOON_ANY = re.compile(r"(?i)(?:ships|dispatche[sd]) (?:in|within) ")
 _USUALLY = re.compile(r"(?i)^usually (?:ships|dispatched)\b")
 # Signs and words that name one currency, the longer first ("US$" before "S$", "CA$" before "A$").
 # "$" alone (USD, CAD, AUD, MXN, ARS…), "¥" (JPY or CNY) and "kr" (SEK, NOK, DKK, ISK) do not.
@@ -536,10 +539,12 @@ def us_address_currency(
     the US sells in dollars there. Never when the price text names another currency."""
     if not text or "$" not in text or currencies_written(text) - {"USD"} or market_region(lang, url):
         return None
+    if lang and not lang.lower().startswith("en"):
+        return None
     pieces = (p for e in body.iter() if isinstance(e.tag, str) and e.tag not in ("script", "style")
               for p in (e.text, e.tail) if p and p.strip())  # fmt: skip
     shown = " ".join(" ".join(pieces).split())
-    if (lang and not lang.lower().startswith("en")) or _OTHER_DOLLAR_PLACE.search(shown):
+    if _OTHER_DOLLAR_PLACE.search(shown):
         return None
     return "USD" if _US_ADDRESS.search(shown) else None
 
@@ -1469,10 +1474,11 @@ def brand_link(
     if not words:
         return None
     for link in body.iter("a"):
-        href = link.get("href")
-        if not href or _in_card(link, cards) or _in_chrome(link):
+        # The URL first: most links name no brand, and the ancestor walks below cost more.
+        names = _brand_slugs(link.get("href") or "")
+        if not names or _in_card(link, cards) or _in_chrome(link):
             continue
-        for name in _brand_slugs(href):
+        for name in names:
             named = re.findall(r"\w+", name.replace("_", " ").casefold())
             if (
                 named
@@ -1982,8 +1988,8 @@ def _sold_out_shown(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElemen
         isinstance(e.tag, str)
         and len(e) <= 2
         and not _in_card(e, cards)
-        and len(_text(e)) <= 30
-        and _OUT.search(_text(e))
+        and len(text := _text(e)) <= 30
+        and _OUT.search(text)
         for e in body.iter()
     )
 
@@ -2007,19 +2013,28 @@ def _stock_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement
                 return "InStock"
             if stock_words(text):
                 return stock_words(text)
+    sold = sold_status(body, cards)
+    if not sold and _dispatch_time(body, cards) and not _sold_out_shown(body, cards):
+        return "InStock"
+    return sold
+
+
+def _dispatch_time(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> bool:
+    """Whether a small element outside cards states a dispatch within days: named for the
+    dispatch time, or all of it the item's own "Usually ships within 2-3 days" (Barnes & Noble's,
+    a link to the shipping help), not a banner's "Orders ship …"."""
+    # The page's text read once: each element's text is read only on a page that has one.
+    if not _SHIPS_SOON_ANY.search(" ".join(body.text_content().split())):
+        return False
     for element in body.iter():
         if not isinstance(element.tag, str) or len(element) > 3 or _in_card(element, cards):
             continue
         text = _text(element)
         if not text or len(text) > 200 or not _SHIPS_SOON_TEXT.search(text) or NOT_YET.search(text):
             continue
-        # Named for the dispatch time, or all of it the item's own "Usually ships within 2-3
-        # days" (Barnes & Noble's, a link to the shipping help): not a banner's "Orders ship …".
-        if (_DISPATCH_HINT.search(_hint(element)) or (_USUALLY.match(text) and len(text) <= 60)) and not (
-            sold_status(body, cards) or _sold_out_shown(body, cards)
-        ):
-            return "InStock"
-    return sold_status(body, cards)
+        if _DISPATCH_HINT.search(_hint(element)) or (_USUALLY.match(text) and len(text) <= 60):
+            return True
+    return False
 
 
 def page_stock(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement] | None = None) -> str | None:
