@@ -6,7 +6,9 @@ records which one ("itemprop", "meta", "html:title-element", "html:price-element
 (the marketplace rules of `page_extras` add to some below: a price element by `data-testid`, a
 sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
 
-- title (a price element inside the heading is no part of it): a loose `itemprop="name"`; an element whose id names a product title (`#productTitle`;
+- title (a price element inside the heading is no part of it; an element named for the title is
+  not read when it or a block around it is not displayed, a pop-up's template): a loose
+  `itemprop="name"`; an element whose id names a product title (`#productTitle`;
   inside a title group such as Amazon's `#productTitleGroupAnchor`, the innermost title or
   `<h1>` in it); the page's only meaningful `<h1>` (with the `<h2>` after it when the page's
   `<title>` starts with both: a brand heading over the model; an `<h1>` of only a number is
@@ -14,7 +16,8 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   `og:title`. A title cut short ("…Pain...") is completed by the page's `og:title` / `twitter:title`.
 - price: a loose `itemprop="price"`; the first element whose id (then, failing that, class) names
   a price (not a list, old, "was", saving or shipping price) whose text is one amount with a
-  currency sign or code, or, for a price block that also shows a former, lowest or coupon
+  currency sign or code (the next price element instead when it reads "Now $52.00": `_now_price`),
+  or, for a price block that also shows a former, lowest or coupon
   price, the amount its own `data-price-value` / `data-price-amount` / `data-price` / `content`
   states as its text writes it ("32 990 Kč"); never one labelled "List Price:" / "RRP" / "UVP",
   struck through (`a-text-strike`, `data-a-strike`), under a list-price element, or in other
@@ -31,7 +34,8 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   .co.jp JPY…) when the price text names no other and, for a dollar marketplace, writes "$"
   (source `url:marketplace`), else the currency a Twitter product card's price field names for
   the same amount ("$955.00 USD"), else USD for "$" on a page that states no market but shows a
-  US postal address ("Torrance, CA 90504": `us_address_currency`, source `html:us-address`). A price element's parts under a `display: none` class
+  US postal address ("Torrance, CA 90504") or asks for a ZIP code ("Enter your zip":
+  `us_address_currency`, source `html:us-address`). A price element's parts under a `display: none` class
   (`ng-hide`, `d-none`, `hidden`) are not read.
 - image: a loose `itemprop="image"`; `og:image`; an `<img>` whose id names the main picture
   (Amazon's `#landingImage`, `#main-image`, `#imgBlkFront`); one whose class (or its holder's)
@@ -45,7 +49,8 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   field, the brand part of the `<h1>`, an element outside product cards whose id/class names a
   brand or byline stating "Visit the X Store", "Besuche den X-Store", "Brand: X", "Marca: X"…
   (never an author or a contributor: a byline linking to an author page; never a widget's
-  "powered by …" credit), a "Brand" field of a specification table; a link to the brand's own
+  "powered by …" credit; never one in a site menu, `_in_menu`, or of one character), a "Brand"
+  field of a specification table; a link to the brand's own
   listing (`/brand/sony/`, `/manufacturer/Samsung/…`, `?man=Nikon`) outside menus and product
   cards whose name the product's title starts with; a meta description's leading "Brand: X,".
   A value that says there is none ("Unbranded", "Generic") is dropped by `extract_document`.
@@ -54,7 +59,8 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   ("SKU: …", "Item #: …", "Art.-Nr.: …", "ASIN: …": after the URL, as a Kindle page's first
   labelled id is the print edition's ISBN); an element named for a code whose value the URL keys
   by; a short element "Nr 262708" whose number the URL keys by (`conventions.url_keyed_number`).
-  "Art.No. 77-3066" after the other labels. A product keyed by the URL's item number or an
+  "Art.No. 77-3066" after the other labels; then an element named for the item's code holding it
+  ("Item: SB00260" in `div.item-code`: `html:code-element`). A product keyed by the URL's item number or an
   "Art.No." (rules added after the lake's first products) keeps its URL key as an alias.
 - availability: `itemprop="availability"`, `og:availability`, else the text of an element whose
   id/class names availability or stock (Amazon's `.availGreen`) ("In Stock", "Auf Lager", "En
@@ -76,7 +82,9 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
 - category: the links of the first breadcrumb element (Amazon's `#wayfinding-breadcrumbs`, an
   `itemprop="breadcrumb"`, `aria-label="Breadcrumb"`, Cafe24's `xans-product-headcategory`), at
   least two or one after the home link, a leading home dropped by its name ("Home") or its link
-  ("/"), a trail held twice read once; a crumb naming or linking to search results, "Back",
+  ("/"), a trail held twice read once, a crumb's drop-down of other categories left out, the trail
+  inside a trail block left open around the page read instead; a crumb naming or linking to
+  search results, "Back",
   "See all …", the whole catalogue ("All Products") or cut short is no category ("‹ Back to
   results" is no path). A structured product that names no category takes the same
   (`page_breadcrumb`).
@@ -184,7 +192,7 @@ _MAIN_IMAGE_ID = re.compile(
 # names a contributor ("bylineContributor", Amazon's `/e/B0…` and `author=` links).
 _AUTHOR_HINT = re.compile(r"(?i)author|contributor|/e/B0")
 # Cafe24's `xans-product-headcategory` is its shops' breadcrumb module ("Home > CATEGORIES > Outerwear").
-_BREADCRUMB_HINT = re.compile(r"(?i)breadcrumb|wayfinding|headcategory")
+_BREADCRUMB_HINT = re.compile(r"(?i)bread[-_]?crumb|wayfinding|headcategory")
 _HOME = re.compile(r"(?i)^(?:home|startseite|accueil|inicio|home page|pagina iniziale)$")
 # The main picture by its class or its holder's: first the words that name the main one, then
 # (after a picture whose alt is the product's name) the gallery's and zoom's, which also hold
@@ -234,7 +242,9 @@ _PART_NO_LABEL = re.compile(
     r"(?im)^(?:[A-Za-z.]{1,6}\s)?part\s*(?:#|no\.?|number)\s*[:#]?\s*"
     r"(?P<id>(?=[\w-]*\d)[A-Z0-9][A-Z0-9_-]{3,30})\b(?!\s*,)"
 )
-_NEWER_ID_SOURCES = frozenset({"url:item-number", "html:label-art-no", "html:label-part-no"})
+_NEWER_ID_SOURCES = frozenset(
+    {"url:item-number", "html:label-art-no", "html:label-part-no", "html:code-element"}
+)
 # In the languages whose add-to-cart words `conventions.ADD_TO_CART` reads: a page that says one
 # of these sells nothing now, whatever button it keeps.
 _OUT = re.compile(
@@ -389,6 +399,7 @@ def html_product(
     product_id = product_id or _pick(sources, "product_id", _labelled_id(shown()), "html:label")
     product_id = product_id or _pick(sources, "product_id", _article_number(shown()), "html:label-art-no")
     product_id = product_id or _pick(sources, "product_id", url_confirmed_id(body, canonical), "html:code")
+    product_id = product_id or _pick(sources, "product_id", _code_element(body, cards), "html:code-element")
     product_id = product_id or _pick(sources, "product_id", _part_number(shown()), "html:label-part-no")
     product_id = product_id or _pick(
         sources, "product_id", keyed_number or url_keyed_number(body, canonical), "html:number"
@@ -535,8 +546,10 @@ def us_address_currency(
     body: lxml_html.HtmlElement, text: str | None, lang: str | None, url: str | None
 ) -> str | None:
     """USD for a "$" price on a page that states no market (`market_region`) but shows a US
-    postal address (the shop's, in its footer or contact block): a shop that gives its address in
-    the US sells in dollars there. Never when the price text names another currency."""
+    postal address (the shop's, in its footer or contact block) or asks for a ZIP code (Barnes &
+    Noble's "Enter your zip" for store pickup, a shipping quote's "Enter your 5 digit zip"): a
+    shop that gives its address in the US, or quotes for a US address, sells in dollars there.
+    Never when the price text names another currency or the page names another dollar country."""
     if not text or "$" not in text or currencies_written(text) - {"USD"} or market_region(lang, url):
         return None
     if lang and not lang.lower().startswith("en"):
@@ -546,7 +559,31 @@ def us_address_currency(
     shown = " ".join(" ".join(pieces).split())
     if _OTHER_DOLLAR_PLACE.search(shown):
         return None
-    return "USD" if _US_ADDRESS.search(shown) else None
+    if _US_ADDRESS.search(shown) or _zip_prompt(shown):
+        return "USD"
+    prompts = (
+        " ".join(filter(None, (c.get("title"), c.get("placeholder"), c.get("aria-label"))))
+        for c in body.iter("input")
+    )
+    return "USD" if any(_zip_prompt(p) for p in prompts if p) else None
+
+
+def _zip_prompt(text: str) -> bool:
+    """Whether a text asks for a US ZIP code and not, beside it, for another country's postcode
+    ("Postal / Zip Code", "Postcode / ZIP code", "ZIP code or postcode": any country's form)."""
+    return any(
+        not _POSTCODE.search(text[max(0, m.start() - 20) : m.end() + 20]) for m in _ZIP_PROMPT.finditer(text)
+    )
+
+
+_POSTCODE = re.compile(r"(?i)\bpost(?:al)?[- ]?code|\bpostal\b")
+
+
+# A prompt for a US ZIP code, the US's own word for a postcode ("Enter your zip", "ZIP Code",
+# "5 digit zip"); not a form for any country's "Zip/Postal Code" (Magento's default label).
+_ZIP_PROMPT = re.compile(
+    r"(?i)(?<!postal )(?<!postal/)(?:\benter (?:your |a )?(?:5[- ]digit )?zip\b|\bzip[- ]?code\b|\b5[- ]digit zip\b)(?!\s*(?:/|or)\s*postal)"
+)
 
 
 # Another dollar country's address or name: a Canadian postcode, an Australian state and postcode.
@@ -623,6 +660,35 @@ _DISPLAY_NONE = frozenset({"ng-hide", "d-none", "hidden", "hide", "is-hidden", "
 # A class that shows the element again from a screen width on (Bootstrap's `d-none d-md-inline`,
 # Tailwind's `hidden md:block`): hidden on phones only, shown on a desktop.
 _SHOWN_AT = re.compile(r"^(?:d-(?:sm|md|lg|xl|xxl)-|(?:sm|md|lg|xl|2xl):)(?!hidden$)")
+
+
+def _hidden_here(node: lxml_html.HtmlElement) -> bool:
+    """Whether an element itself is not displayed: a `display: none` class (not one shown again
+    from a screen width on), the `hidden` attribute or a `display: none` style."""
+    classes = set((node.get("class") or "").lower().split())
+    return bool(
+        (_DISPLAY_NONE & classes and not any(_SHOWN_AT.match(c) for c in classes))
+        or node.get("hidden") is not None
+        or re.search(r"display\s*:\s*none", node.get("style") or "", re.I)
+    )
+
+
+def _undisplayed(element: lxml_html.HtmlElement) -> bool:
+    """Whether an element or a block around it is not displayed: a pop-up's template the page's
+    script fills and shows (`<div id="overlay-form" class="hide"><p id="popup-product-title"> is
+    temporarily sold out.</p>`) names no product. A block that holds most of the page's text is
+    no pop-up: a page hidden until its script has run (`<div id="page" style="display:none">`)."""
+    page: list[int] = []
+    for above in (element, *element.iterancestors()):
+        if not isinstance(above.tag, str) or not _hidden_here(above):
+            continue
+        if above is element:
+            return True
+        if not page:
+            page.append(len(_text(element.getroottree().getroot())))
+        if 2 * len(_text(above)) < page[0]:
+            return True
+    return False
 
 
 def _undisplayed_text(element: lxml_html.HtmlElement, *, readers: bool = True) -> str:
@@ -718,7 +784,12 @@ def _title_element(body: lxml_html.HtmlElement) -> str | None:
     whose class is just "title", which also marks an upsell's or a protection plan's heading
     (Best Buy's "Protect your cell phone"): `html_product` asks for it after `og:title`."""
     for element in body.iter():
-        if isinstance(element.tag, str) and _TITLE_HINT.search(element.get("id") or "") and _text(element):
+        if (
+            isinstance(element.tag, str)
+            and _TITLE_HINT.search(element.get("id") or "")
+            and _text(element)
+            and not _undisplayed(element)
+        ):
             return clean_title(_text(_innermost_title(element)))
     found = _class_title(body, _PRODUCT_TITLE_CLASS)
     if found:
@@ -832,7 +903,7 @@ def _class_title(body: lxml_html.HtmlElement, hint: re.Pattern[str]) -> str | No
     for element in body.iter():
         if isinstance(element.tag, str) and any(hint.search(c) for c in (element.get("class") or "").split()):
             text = _text(element)
-            if text and len(text) < 300:
+            if text and len(text) < 300 and not _undisplayed(element):
                 return clean_title(text)
     return None
 
@@ -842,7 +913,12 @@ def page_heading(body: lxml_html.HtmlElement) -> str | None:
     title, else the page's one meaningful `<h1>`. For a structured product that states no name;
     class names are not used here, as "product-name" also marks every recommended product."""
     for element in body.iter():
-        if isinstance(element.tag, str) and _TITLE_HINT.search(element.get("id") or "") and _text(element):
+        if (
+            isinstance(element.tag, str)
+            and _TITLE_HINT.search(element.get("id") or "")
+            and _text(element)
+            and not _undisplayed(element)
+        ):
             return clean_title(_text(element))
     headings = [_heading_text(h) for h in body.iter("h1")]
     headings = [h for h in headings if 3 <= len(h) <= 300 and not _BUY.search(h)]
@@ -898,9 +974,37 @@ def _price_text(
                 continue
             if not parse_price(shown):
                 continue  # "0원": an order total before a quantity is chosen, never the price
+            now = _now_price(element)
+            if now is not None:
+                element, shown = now
+                hint = element.get(attr) or hint
             where = f"#{hint}" if attr == "id" else f".{hint.split()[0]}"
             return shown, f"html:price-element {element.tag}{where}"
     return None, ""
+
+
+# The label of the price charged now, after the former one ("$64.95" then "Now $52.00").
+# What follows it is the amount alone, with its currency: "Sale: save $5.00 today" or "Sale price
+# for members $24.00" states another amount (a saving, a member's price).
+_BARE_PRICE = re.compile(
+    r"(?:[^\w\s]{1,3}|[A-Za-z]{1,3}\.?)?\s?\d[\d.,'\u00a0\u202f ]*?\s?(?:[^\w\s]{1,3}|[A-Za-z]{1,3}\.?)?"
+)
+_NOW_LABEL = re.compile(r"(?i)^(?:now|sale|sale price|jetzt|nu|maintenant|ahora|ora|agora)\s*:?\s*(?=\S)")
+
+
+def _now_price(element: lxml_html.HtmlElement) -> tuple[lxml_html.HtmlElement, str] | None:
+    """The price element right after a price that a "Now $52.00" beside it labels as the one
+    charged now (Gap's unlabelled, unstruck `h5.product-price--markdown` "$64.95", then
+    `h5.product-price` "Now $52.00"): that one, its amount without the label."""
+    for sibling in itertools.islice(element.itersiblings(), 2):
+        if not isinstance(sibling.tag, str) or not _PRICE_HINT.search(_hint(sibling)):
+            continue
+        text = _undisplayed_text(sibling)
+        label = _NOW_LABEL.match(text)
+        rest = text[label.end() :] if label else ""
+        if label and _BARE_PRICE.fullmatch(rest) and parse_price(rest):
+            return sibling, rest
+    return None
 
 
 def page_price(
@@ -1430,7 +1534,11 @@ def _brand_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement
             continue
         if _SHARE_HINT.search(_hint(element)) or _in_card(element, cards):
             continue  # Amazon's "tell-a-friend-byline" ("Share"); a recommended product's brand
+        if _in_menu(element):
+            continue  # a "Shop by Brand" menu's entries (`<li class="brands-A">A</li>`, every brand)
         text = _text(element)
+        if len(text) == 1:
+            continue  # one letter: an A-Z index of brands, no brand's name
         if _CREDIT.match(text):
             continue  # a widget's credit in its `<p class="brand">`: "powered by Recomatic"
         if _MENU_BRAND.match(text) or any(_MENU_BRAND.match(i.get("alt") or "") for i in element.iter("img")):
@@ -1528,6 +1636,45 @@ def _brand_slugs(href: str) -> list[str]:
     return [s for s in slugs if s and not s.isdigit()]
 
 
+# A site menu: `<nav>`, WAI-ARIA's menu roles, a class or id that is a menu's name ("navbar",
+# "dropdown-menu", "main-nav", "js-nav-content", BEM's "universal-nav--inner-wrapper"); not a name
+# that only starts with "nav" (a page wrapper's "nav_with_tb"), nor a widget's own navigation
+# (Foundation's product details in `li.accordion-navigation`, a gallery's or tabs' arrows).
+_MENU_NAME = re.compile(
+    r"(?i)^(?!(?:accordion|tabs?|pager|pagination|slider|carousel|breadcrumbs?|steps?|gallery|thumbs?|"
+    r"thumbnails?|swatch(?:es)?|product|pdp|image|media)[-_])(?:[a-z0-9]+[-_]+)?"
+    r"(?:nav|navbar|navigation|menu|megamenu|submenu)"
+    r"(?:[-_]+(?:bar|list|items?|wrapper|container|content|inner|outer|links?|menu|nav|panel|group))*$"
+)
+
+
+def _menu_named(element: lxml_html.HtmlElement) -> bool:
+    return any(_MENU_NAME.match(token) for token in _hint(element).split())
+
+
+def named_menu(element: lxml_html.HtmlElement) -> bool:
+    """Whether an element is named as a site menu (`_MENU_NAME`) and is no page wrapper (it holds
+    no `<h1>`: `_in_menu`)."""
+    return (
+        element.tag not in ("body", "html")
+        and _menu_named(element)
+        and next(element.iter("h1"), None) is None
+    )
+
+
+def _in_menu(element: lxml_html.HtmlElement) -> bool:
+    """Whether an element is in a site menu. Unlike `_in_chrome`, a header is no menu: a product's
+    own header block (`<header class="product-header">`) holds its brand, and a block that holds
+    the page's `<h1>` is the page's, whatever its class (mmenu's `div.mm-page`, a theme's
+    `div.off-canvas-menu-push` wrapping the page beside its sliding menu)."""
+    return any(
+        (e.tag == "nav" or (e.get("role") or "") in ("menu", "menubar", "navigation") or _menu_named(e))
+        and next(e.iter("h1"), None) is None
+        for e in (element, *element.iterancestors())
+        if isinstance(e.tag, str) and e.tag not in ("body", "html")  # a page's flags name no menu
+    )
+
+
 def _in_chrome(element: lxml_html.HtmlElement) -> bool:
     return any(
         e.tag in ("nav", "header", "footer") or _CHROME_HINT.search(_hint(e))
@@ -1620,6 +1767,27 @@ def url_confirmed_id(body: lxml_html.HtmlElement, url: str) -> str | None:
         ):
             return text
     return None
+
+
+# An element named for the item's code holding it, after a short label or alone ("Item: SB00260").
+_CODE_TEXT = re.compile(r"(?:[^\W\d_][\w.# ]{0,19}:\s*)?(?P<id>(?=[\w-]*\d)[A-Z0-9][A-Z0-9_-]{3,30})")
+
+
+def _code_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> str | None:
+    """The code an element named for the item's code states (`<div class="item-code">Item:
+    SB00260</div>`, `.sku`, `.product-code`) outside product cards, when all such elements on
+    the page state one code: the element's name and its text's shape agree it is this item's.
+    (Since issue 27's tenth round: `html:code-element`.)"""
+    found = set()
+    for element in body.iter():
+        if not isinstance(element.tag, str) or len(element) or _in_card(element, cards):
+            continue
+        if not any(_CODE_HINT.match(c) and c.lower() != "code" for c in _hint(element).split()):
+            continue  # a bare "code" also marks a discount's ("use code <span class="code">SAVE20</span>")
+        match = _CODE_TEXT.fullmatch(_text(element))
+        if match:
+            found.add(match.group("id"))
+    return found.pop() if len(found) == 1 else None
 
 
 def url_identifier(url: str) -> str | None:
@@ -1881,16 +2049,19 @@ def _breadcrumb(
     for element in body.iter():
         if not isinstance(element.tag, str):
             continue
-        # schema.org's `WebPage.breadcrumb` (Costco's `<ul class="crumbs" itemprop="breadcrumb">`)
-        # and WAI-ARIA's breadcrumb pattern (`<nav aria-label="Breadcrumb">`).
-        named = (
-            _BREADCRUMB_HINT.search(_hint(element))
-            or element.get("itemprop") == "breadcrumb"
-            or _BREADCRUMB_HINT.search(element.get("aria-label") or "")
-        )
-        if not named or _in_card(element, cards) or _NOT_CRUMBS.search(_hint(element)):
+        if not _named_trail(element) or _in_card(element, cards) or _NOT_CRUMBS.search(_hint(element)):
             continue
-        crumbs = [(_crumb_name(a), a.get("href")) for a in element.iter("a") if not _page_tool(a, element)]
+        links = _trail_links(element)
+        if any(
+            _named_trail(inner)
+            and 2 <= len(_trail_links(inner)) < len(links)
+            and set(_trail_links(inner)) <= set(links)  # not a crumb's item with its drop-down
+            and not _in_drop_down(inner, element)
+            for inner in element.iterdescendants()
+            if isinstance(inner.tag, str)
+        ):
+            continue  # a block left open around the page (`<div id="breadcrumb">` never closed): its trail inside
+        crumbs = [(_crumb_name(a), a.get("href")) for a in links]
         crumbs = [(t, href) for t, href in crumbs if t]
         while crumbs and no_category_crumb(*crumbs[0]):
             crumbs = crumbs[1:]  # a way back before the trail ("« Back")
@@ -1915,6 +2086,45 @@ def _breadcrumb(
         if homed and len(links) == 1 and not _title_head(links[0], title):
             return links
     return None
+
+
+def _named_trail(element: lxml_html.HtmlElement) -> bool:
+    # schema.org's `WebPage.breadcrumb` (Costco's `<ul class="crumbs" itemprop="breadcrumb">`)
+    # and WAI-ARIA's breadcrumb pattern (`<nav aria-label="Breadcrumb">`).
+    return bool(
+        _BREADCRUMB_HINT.search(_hint(element))
+        or element.get("itemprop") == "breadcrumb"
+        or _BREADCRUMB_HINT.search(element.get("aria-label") or "")
+    )
+
+
+def _trail_links(trail: lxml_html.HtmlElement) -> list[lxml_html.HtmlElement]:
+    """A trail's links, without its tools and the drop-downs some trails open under a crumb."""
+    return [a for a in trail.iter("a") if not _page_tool(a, trail) and not _in_drop_down(a, trail)]
+
+
+# A block a crumb opens: Bootstrap's `dropdown-menu`, a `sub-menu`, a `flyout`.
+_DROP_DOWN_HINT = re.compile(r"(?i)drop[-_]?down[-_]?menu|sub[-_]?menu|flyout|(?:^|\s)dropdown-content")
+
+
+def _in_drop_down(element: lxml_html.HtmlElement, trail: lxml_html.HtmlElement) -> bool:
+    """Whether an element of a trail is in a crumb's drop-down of the categories beside it (Light
+    in the Box's `<li><dl><dt><a>Home & Garden</a></dt><dd><ul><li><a>Shop by Room</a>…`): a
+    list inside one crumb's list item, or a definition list's `<dd>` under its crumb's `<dt>` (a
+    list of `<dd>` alone is the trail itself: Newegg's `<dl><dd><a>Cameras</a> &gt; </dd>…`)."""
+    items = 0
+    for above in element.iterancestors():
+        if above is trail:
+            return False
+        if above.tag == "dd" and above.getparent() is not None and above.getparent().find("dt") is not None:
+            return True
+        if (above.get("role") or "") == "menu" or _DROP_DOWN_HINT.search(_hint(above)):
+            return True  # Bootstrap's `<li class="breadcrumb-item dropdown"><a>…<div class="dropdown-menu">`
+        if above.tag == "li":
+            items += 1
+            if items >= 2:
+                return True
+    return False
 
 
 def _crumb_name(link: lxml_html.HtmlElement) -> str | None:
@@ -2003,20 +2213,48 @@ def _stock_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement
             if _in_card(element, cards):
                 continue
             text = _text(element)
-            if not text or len(text) > 200:
+            if not text or len(text) > 200 or _TEMPLATE.search(text):
+                continue  # a script's message template ("Out of Stock${0}This item has gone out of …")
+            state = _stated_stock(text)
+            if state and attr == "class" and _stock_legend(body, element, state, cards):
                 continue
-            if NOT_YET.search(text):  # "In stock soon", "Notify me when back in stock": not now
-                continue
-            if _OUT.search(text):
-                return "OutOfStock"
-            if _IN.search(text):
-                return "InStock"
-            if stock_words(text):
-                return stock_words(text)
+            if state:
+                return state
     sold = sold_status(body, cards)
     if not sold and _dispatch_time(body, cards) and not _sold_out_shown(body, cards):
         return "InStock"
     return sold
+
+
+# A placeholder a script fills in: "${0}", "{0}", "{{ stock }}".
+_TEMPLATE = re.compile(r"\$\{\w*\}|\{\d\}|\{\{.*?\}\}")
+
+
+def _stated_stock(text: str) -> str | None:
+    if NOT_YET.search(text):  # "In stock soon", "Notify me when back in stock": not now
+        return None
+    if _OUT.search(text):
+        return "OutOfStock"
+    if _IN.search(text):
+        return "InStock"
+    return stock_words(text)
+
+
+def _stock_legend(
+    body: lxml_html.HtmlElement,
+    element: lxml_html.HtmlElement,
+    state: str,
+    cards: set[lxml_html.HtmlElement],
+) -> bool:
+    """Whether elements of the same tag and class state different stock: a legend of what each
+    state means (a bookstore's "In Stock (✓)", "Backordered", "Out of Stock", "PreOrder" rows), not
+    this product's. A recommended product's card states its own stock, no legend."""
+    same = (
+        e
+        for e in body.iter(element.tag)
+        if e is not element and e.get("class") == element.get("class") and not _in_card(e, cards)
+    )
+    return any(_stated_stock(_text(e)) not in (None, state) for e in same)
 
 
 def _dispatch_time(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> bool:

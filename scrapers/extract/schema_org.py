@@ -33,6 +33,7 @@ from lookbench_live.scrapers.extract.page_extras import (
     twitter_card_product,
 )
 from lookbench_live.scrapers.extract.values import (
+    CHOICES,
     absolute_url,
     clean_text,
     clean_title,
@@ -47,6 +48,7 @@ from lookbench_live.scrapers.extract.values import (
     parse_price,
     title_color,
     url_item_id,
+    url_key,
     without_site_name,
 )
 
@@ -111,6 +113,7 @@ def extract_schema_org(
         if product is not None:
             # OpenGraph states no stock, category or id beyond the URL: what the page shows.
             fill_stated(product, tree, canonical, lang)
+            _key_by_query(product, canonical)
         if product is None:
             from lookbench_live.scrapers.extract.html_fallback import html_product
             from lookbench_live.scrapers.extract.microdata import itemprop_values
@@ -128,6 +131,7 @@ def extract_schema_org(
         # The page's product cards, read once for the rules below (each leaves them out).
         cards = page_cards(body) if body is not None else set()
         fill_stated(out.products[0], tree, canonical, lang, cards)
+        _key_by_query(out.products[0], canonical)
         # A page whose markup holds several product items has its fields read only when the
         # others are fragments of this one (no name, or its name: Walmart's second Product for
         # another seller's offer), never another product's ("bought together" with its colour).
@@ -311,6 +315,20 @@ def _page_product_index(
         return named[0]
     unowned = [i for i, c in enumerate(candidates) if not c.own_url]
     return unowned[0] if len(unowned) == 1 else None
+
+
+def _key_by_query(product: NormalizedProduct, canonical: str) -> None:
+    """A product keyed by its URL's path when that path is one script serving every item
+    (IBM WebSphere Commerce's `/ProductDisplay?storeId=10161&productId=70682436`): the item the
+    query names instead, as `url_key` keys a page with no structured data; the path stays an
+    alias, so a product the lake holds under it keeps that key."""
+    if product.sources.get("product_id") != "url" or not product.product_id.startswith("/"):
+        return
+    item = url_key(canonical)
+    if item != product.product_id and not item.startswith(("/", "http")):
+        product.id_aliases = list(dict.fromkeys([*product.id_aliases, product.product_id]))
+        product.product_id = item
+        product.sources["product_id"] = "url:query-item"
 
 
 def _same_page(other: str, url: str, canonical: str) -> bool:
@@ -720,12 +738,18 @@ def _node_identifier(node: dict[str, Any]) -> str | None:
     return None
 
 
+# schema.org's `productID` is written with its scheme ("isbn:123-456-789", the property's own
+# example; B&H's `<meta itemprop="productID" content="sku:CAE5D4">`): the id is after it.
+_ID_SCHEME = re.compile(r"(?i)^(?:sku|mpn|isbn(?:10|13)?|upc|ean|gtin(?:8|12|13|14)?|asin)\s*:\s*(?=\S)")
+
+
 def _identifier(value: Any) -> str | None:
-    """An id value as text: strings and numbers, stripped; blank, "null" or nested ones are none."""
+    """An id value as text: strings and numbers, stripped, a scheme before it dropped ("sku:CAE5D4"
+    is "CAE5D4"); blank, "null" or nested ones are none."""
     value = _scalar(value)
     if isinstance(value, bool) or not isinstance(value, str | int):
         return None
-    text = str(value).strip()
+    text = _ID_SCHEME.sub("", str(value).strip())
     return text if text and text.lower() not in ("null", "none", "undefined", "n/a") else None
 
 
@@ -1014,6 +1038,12 @@ def _without_brand(title: str | None, brand: str | None) -> str | None:
 _MENUS = ".//nav[not(ancestor::main or ancestor::article)]|.//*[@role='navigation' or @role='menu' or @role='menubar']"
 
 
+def _checked_in_group(option: lxml_html.HtmlElement) -> bool:
+    """Whether a swatch's group (its `role="radiogroup"`, else its parent) marks one as chosen."""
+    group = next((a for a in option.iterancestors() if a.get("role") == "radiogroup"), option.getparent())
+    return group is not None and bool(group.xpath(".//*[@role='radio' and @aria-checked='true']"))
+
+
 def _page_text(tree: lxml_html.HtmlElement, root: lxml_html.HtmlElement | None = None) -> str | None:
     """The page's visible text (or `root`'s) for labelled colour and material fields. A variant
     `<select>` is a choice the shopper makes, not what the page states: it is left out with its
@@ -1036,12 +1066,28 @@ def _page_text(tree: lxml_html.HtmlElement, root: lxml_html.HtmlElement | None =
     # Material" | "Metal" | "Wood" in its top navigation).
     for menu in body.xpath(_MENUS):
         choice.update(menu.iter())
+    from lookbench_live.scrapers.extract.html_fallback import named_menu
+
+    for element in body.iter():
+        if isinstance(element.tag, str) and element not in choice and named_menu(element):
+            choice.update(element.iter())
+    # Swatches the shopper picks from (`<a role="radio" title="Heather Grey">` beside "Cardinal"
+    # under "Color:"): choices too, except the one the page marks as chosen.
+    # Where they stood, a mark no field takes for its value: a "Color:" over swatches none of
+    # which is marked read the next line instead ("Size", "Black Friday: extra 10% off").
+    # A group with one marked keeps that one's name in the mark's place.
+    options = body.xpath(".//*[@role='radio' and not(@aria-checked='true')]")
+    for option in options:
+        choice.update(option.iter())
+    unmarked = {o for o in options if not _checked_in_group(o)}
     parts = []
     for element in body.iter():
         if element.tag in ("script", "style", "noscript") or not isinstance(element.tag, str):
             continue
         if element in choice:
             outside = element.getparent() is not None and element.getparent() not in choice
+            if outside and element in unmarked and parts[-1:] != [CHOICES]:
+                parts.append(CHOICES)
             if outside and element.tail and element.tail.strip():
                 parts.append(element.tail.strip())
             continue

@@ -299,8 +299,12 @@ def normalize_brand(value: Any, index: dict[str, dict[str, Any]] | None = None) 
 
 # A page served by one script for every item (`/item.htm?id=562283240178`,
 # `/DetailView/Item.asp?goodsCode=1155357080`, `/product.php?id=7`): its path names no item,
-# the query parameter does.
-_SCRIPT_PAGE = re.compile(r"(?i)^[a-z_]{1,24}\.(?:html?|php|aspx?|jsp|do|cgi)$")
+# the query parameter does. A Java servlet's name has no suffix (IBM WebSphere Commerce's
+# `/ProductDisplay?storeId=10161&productId=70682436`, `/ItemDetail?…`): capitalised words ending
+# in a view's name, never a product's slug written in capitals (`/products/LinenShirt`).
+_SCRIPT_PAGE = re.compile(
+    r"(?i)^[a-z_]{1,24}\.(?:html?|php|aspx?|jsp|do|cgi)$|^(?-i:(?:[A-Z][a-z]+){1,3}(?:Display|Details?|View))$"
+)
 _ID_PARAM = re.compile(
     r"(?i)^(?:id|item(?:_?(?:id|no|code))?|goods_?(?:code|no|id)|product_?(?:id|no|code)|prod_?id|pid|sku)$"
 )
@@ -348,14 +352,27 @@ _ITEM_SEGMENT = re.compile(
 )
 
 
+# A product's slug: two words or more, joined by hyphens ("happy-soba-graphic-toddler-baby-kid-tee").
+_SLUG = re.compile(r"(?=[\w-]*[^\W\d_])[^\W_]+(?:-[^\W_]+)+")
+_ID_BEFORE_SLUG = re.compile(r"\d{6,20}")
+
+
 def url_item_id(url: str) -> str | None:
     """The item number a product URL ends in (`/item/32993251330.html`, `/item/m73194523815`,
     `/itm/123456789012`, `/_/R-230657`): a last path segment of six digits or more, after at
     most two letters, or a slug that starts or ends with such a number (`…/1190485849-floral-
     crown-skull`, `…/novo-diamond-ring-30399048`, `…-setting-spray-P263504`). Fewer digits name no item
     (`/products/linen-shirt-42`, `/p/12345`: a size, a year, a page)."""
-    segment = urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1]
-    found = _ITEM_SEGMENT.fullmatch(segment)
+    segments = urlsplit(url).path.rstrip("/").rsplit("/", 2)
+    found = _ITEM_SEGMENT.fullmatch(segments[-1])
+    if (
+        not found
+        and len(segments) == 3
+        and _SLUG.fullmatch(segments[-1])
+        and _ID_BEFORE_SLUG.fullmatch(segments[-2])
+        and not _not_an_item(segments[-2])
+    ):
+        return segments[-2]  # the number before the product's slug (`/listing/252423036/happy-soba-tee`)
     if not found:
         return None
     number = found.group("id") or found.group("lead") or found.group("tail")
@@ -567,6 +584,7 @@ def find_composition(text: str | None, *, labelled: bool = False) -> str | None:
     the vocabulary has no polyester)."""
     if not text:
         return None
+    found: list[str] = []
     for line in text.splitlines():
         line = _INNER_FIELD.split(line)[0]  # "Shell: 100% cotton, Lining: 100% polyester": the shell's
         for run in re.finditer(
@@ -578,19 +596,46 @@ def find_composition(text: str | None, *, labelled: bool = False) -> str | None:
             parts = _parts(run.group(0))
             total = sum(p for p, _ in parts)
             if parts and 99 <= total <= 101 and (labelled or textile_fibre(run.group(0))):
-                return _tidy(run.group(0))
-    return None
+                if labelled:
+                    return _tidy(run.group(0))
+                found.append(_tidy(run.group(0)))
+    # Two different blends in one text are choices, not the product's ("may come with one of the
+    # following fabric contents: … 50% Cotton/50% polyester … 50% recycled polyester/ 37% …").
+    blends = {frozenset((p, w.casefold()) for p, w in _parts(f)) for f in found}
+    return found[0] if len(blends) == 1 else None
 
 
 def _tidy(value: str) -> str:
     return re.sub(r"\s+", " ", value).strip(" /;,-.")
 
 
+# The line a page's text holds where swatches to choose from were left out: no field's value.
+CHOICES = "(choices)"
+
+
+def _listed_fields(lines: list[str]) -> set[str]:
+    """The labels of "Label: value" lines a listing repeats for each of its items (a grid of 28
+    swing sets, each with "Primary Material: Wood"): stated five times or more, or three times or
+    more with different values. A product's own field is stated once or twice (a tab, a copy)."""
+    values: dict[str, list[str]] = {}
+    for line in lines:
+        label, colon, value = line.partition(":")
+        if colon and 0 < len(label) <= 40:
+            values.setdefault(label.strip().casefold(), []).append(value.strip().casefold())
+    return {k for k, v in values.items() if len(v) >= 5 or (len(v) >= 3 and len(set(v)) > 1)}
+
+
+def _listed(line: str, listed: set[str]) -> bool:
+    label, colon, _ = line.partition(":")
+    return bool(colon) and label.strip().casefold() in listed
+
+
 def _labelled_material(text: str, *, bare: bool) -> str | None:
     lines = [line.strip() for line in text.splitlines()]
+    listed = _listed_fields(lines)
     for index, line in enumerate(lines):
         match = _LABEL_LINE.search(line)
-        if not match or _INNER_PART.search(line[: match.start("label")]):
+        if not match or _INNER_PART.search(line[: match.start("label")]) or _listed(line, listed):
             continue
         if not match.group("colon") and _RUNNING_WORD.search(line[: match.start("label")]):
             continue  # mid-sentence, no field: "printed on a variety of materials such as …"
@@ -604,6 +649,8 @@ def _labelled_material(text: str, *, bare: bool) -> str | None:
             following = [v for v in lines[index + 1 : index + 4] if v and not _LABEL_LINE.match(v)]
             value = following[0] if following else ""
             alone = match.start() == 0
+        if value == CHOICES:
+            continue  # "Material" over swatches none of which is chosen
         value = _SUB_LABEL.sub("", value, count=1) if _SUB_LABEL.match(value) else value
         value = _NEXT_LABEL.sub("", value)
         value = _tidy(value.split(". ")[0])
@@ -689,9 +736,10 @@ def find_color(*texts: str | None) -> str | None:
         if not text:
             continue
         lines = [line.strip() for line in text.splitlines()]
+        listed = _listed_fields(lines)
         for index, line in enumerate(lines):
             match = _COLOR_LINE.search(line)
-            if not match:
+            if not match or _listed(line, listed):
                 continue
             value = match.group("value").strip()
             if not value and match.start() == 0:
