@@ -28,6 +28,17 @@ def page_products(text: str, url: str) -> list[Any]:
     return extract_document(text, url, looks=False).products
 
 
+def only_product(text: str, url: str) -> Any:
+    """The one product a page gives (the test fails when it gives none or several)."""
+    (product,) = page_products(text, url)
+    return product
+
+
+def corpus_product(name: str) -> Any:
+    """The one product the corpus payload `name` gives."""
+    return only_product(*corpus_page(name))
+
+
 FIRST_SEEN = dt.datetime(2026, 10, 1, tzinfo=dt.UTC)
 
 

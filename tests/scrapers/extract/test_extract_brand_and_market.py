@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from corpus_pages import corpus_page, page_products
+from corpus_pages import corpus_page, corpus_product, only_product, page_products
 
 from lookbench_live.scrapers.extract.values import url_key
 
@@ -25,13 +25,7 @@ def _page(
 
 
 def _one(text: str, url: str = URL):
-    (product,) = page_products(text, url)
-    return product
-
-
-def _shown(name: str):
-    (product,) = page_products(*corpus_page(name))
-    return product
+    return only_product(text, url)
 
 
 # --------------------------------------------------------------------------- brand links
@@ -48,7 +42,7 @@ def test_a_link_to_the_brands_listing_names_the_brand():
         # 2010 Amazon: "by <a href=…&field-brandtextbin=Canon>Canon</a>" under the heading.
         ("swde_amazon-canon-powershot-sd1300-is-silver", "Canon"),
     ):
-        product = _shown(name)
+        product = corpus_product(name)
         assert (product.brand, product.sources["brand"]) == (brand, "html:brand-link"), name
     # As the title writes it, however the URL does; a brand of several words; a query key.
     for link, title, brand in (
@@ -91,7 +85,7 @@ def test_no_brand_from_the_links_of_recommended_products():
 
 def test_a_meta_description_that_leads_with_the_brand_field():
     # SmartEtailing's bike shops: "Brand: Kryptonite, Product: KryptoLok Series 2 w/ Key".
-    product = _shown("fathom_campusbikeshop-kryptolok-series-2")
+    product = corpus_product("fathom_campusbikeshop-kryptolok-series-2")
     assert (product.brand, product.sources["brand"]) == ("Kryptonite", "meta:description")
     for description, brand in (
         ("Brand: Acme, Product: Linen Shirt", "Acme"),
@@ -109,10 +103,10 @@ def test_a_shop_showing_its_us_address_sells_in_dollars():
     # 2010 shops with lang="en" at a .com host: "$" alone could be five currencies; the address
     # in the footer (J&R's "New York, NY 10038", onsale's "Torrance, CA 90504") says which.
     for name in ("swde_jr-sony-dsc-w330-black", "swde_onsale-nikon-coolpix-s70-red"):
-        product = _shown(name)
+        product = corpus_product(name)
         assert (product.currency, product.sources["currency"]) == ("USD", "html:us-address"), name
     # A structured product with no currency, its shown "$" price read from the page (CVS).
-    assert _shown("fathom_cvs-ihome-compact-wall-charger").currency == "USD"
+    assert corpus_product("fathom_cvs-ihome-compact-wall-charger").currency == "USD"
     footer = "<footer>Example Shop, 1 Main St., Mountain View, CA 94041-1234</footer>"
     assert _one(_page(footer)).currency == "USD"
 
@@ -145,7 +139,7 @@ def test_no_dollar_from_an_address_that_is_not_a_us_one_or_a_page_with_its_marke
 
 def test_an_element_named_for_the_dispatch_time_states_the_stock():
     # bookdepository.com: `<span class="dispatchMessage">Usually dispatched within 48 hours</span>`.
-    assert _shown("swde_bookdepository-sarahs-key").availability == "InStock"
+    assert corpus_product("swde_bookdepository-sarahs-key").availability == "InStock"
     for message in (
         '<span class="dispatchMessage">Usually dispatched within 48 hours</span>',
         '<p class="shipping-time">Ships in 2-3 business days</p>',
@@ -166,7 +160,7 @@ def test_an_element_named_for_the_dispatch_time_states_the_stock():
 
 def test_a_headings_byline_is_no_part_of_the_name():
     # Barnes & Noble: `<h1>One Day <em class="nl">by <a href=…ATH=David+Nicholls>David Nicholls</a></em></h1>`.
-    book = _shown("swde_barnesandnoble-one-day")
+    book = corpus_product("swde_barnesandnoble-one-day")
     assert (book.title, book.availability, book.category_path) == (
         "One Day",
         "InStock",  # "Usually ships within 2-3 days", a link to the shipping help
@@ -234,7 +228,7 @@ def test_the_sites_branding_block_is_no_brand():
 def test_a_block_named_for_the_price_and_the_offers_link_holds_the_price():
     # 2010 Amazon: "Price: $129.00" inside `#price-and-olp-condition-link-outer`; the picture in
     # `div#prodImageCell > a > img`.
-    camera = _shown("swde_amazon-canon-powershot-sd1300-is-silver")
+    camera = corpus_product("swde_amazon-canon-powershot-sd1300-is-silver")
     assert (str(camera.price), camera.currency, camera.product_id) == ("129.00", "USD", "B0035FZJKI")
     assert camera.images[0].startswith("http://ecx.images-amazon.com/images/I/41eDq%2BYYvyL.")
     head = "<h1>Linen Shirt</h1><button>Add to cart</button>"
@@ -254,7 +248,7 @@ def test_the_first_picture_in_a_holder_named_for_the_main_image():
 
 def test_a_crumbs_title_when_its_text_adds_no_word():
     # Newegg: `<a title="Cameras &amp; Camcorders">Cameras &amp; Camcorders<span>0_.</span></a>`.
-    assert _shown("swde_newegg-canon-powershot-s90-black").category_path == [
+    assert corpus_product("swde_newegg-canon-powershot-s90-black").category_path == [
         "Cameras & Camcorders",
         "Point & Shoot Cameras",
         "Canon USA",
@@ -269,7 +263,7 @@ def test_a_crumbs_title_when_its_text_adds_no_word():
 def test_an_item_query_keys_a_script_pages_product():
     # PCNation: `details.asp?item=1732AA`; before, every item of the site had the key
     # "/web/details.asp" (so no alias is kept: that key named no one product).
-    assert _shown("swde_pcnation-panasonic-lumix-dmc-fx37-black").product_id == "1732AA"
+    assert corpus_product("swde_pcnation-panasonic-lumix-dmc-fx37-black").product_id == "1732AA"
     assert url_key("http://www.pcnation.com/web/details.asp?item=1732AA") == "1732AA"
     assert url_key("https://shop.example.com/list.asp?item=shirts") == "/list.asp"  # no number: no item
 

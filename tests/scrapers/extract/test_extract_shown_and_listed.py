@@ -9,7 +9,7 @@ where it must NOT fire (a missing fact is better than an invented one)."""
 
 from __future__ import annotations
 
-from corpus_pages import corpus_page, page_products
+from corpus_pages import corpus_product, only_product, page_products
 
 from lookbench_live.scrapers.extract.values import (
     find_color,
@@ -31,13 +31,7 @@ def _page(body: str, title: str = "Acme Linen Shirt", head: str = "", lang: str 
 
 
 def _one(text: str, url: str = URL):
-    (product,) = page_products(text, url)
-    return product
-
-
-def _shown(name: str):
-    (product,) = page_products(*corpus_page(name))
-    return product
+    return only_product(text, url)
 
 
 # --------------------------------------------------------------------------- title
@@ -46,7 +40,7 @@ def _shown(name: str):
 def test_a_hidden_pop_ups_title_template_is_not_the_title():
     # healthypets.com: `<div id="overlay-form" class="hide"><p id="popup-product-title"> is
     # temporarily sold out.</p>` (its script writes the name in front) before the `<h1>`.
-    product = _shown("fathom_healthypets-sexy-beast-canine-fragrance")
+    product = corpus_product("fathom_healthypets-sexy-beast-canine-fragrance")
     assert product.title == "Sexy Beast Signature Canine Fragrance - 3.4 FL OZ"
     popup = '<div class="hide"><p id="popup-product-title"> is temporarily sold out.</p></div>'
     shown = '<h1>Acme Linen Shirt</h1><span class="price">$25.00</span>' + BUY
@@ -68,8 +62,8 @@ def test_a_shop_by_brand_menu_names_no_brand():
     # healthypets.com's "Shop by Brand" drop-down: `<ul class="dropdown-menu" role="menu">…
     # <li class="brands-A"><a class="alphaBrand">A</a></li>` (an A-Z index), and gap.com's
     # "Shop Our Sister Brands: Gap, Old Navy…" bar in its navigation (old navy's page too).
-    assert _shown("fathom_healthypets-sexy-beast-canine-fragrance").brand is None
-    assert _shown("fathom_gap-gfast-blackout-mesh-leggings").brand is None
+    assert corpus_product("fathom_healthypets-sexy-beast-canine-fragrance").brand is None
+    assert corpus_product("fathom_gap-gfast-blackout-mesh-leggings").brand is None
     shown = '<h1>Linen Shirt</h1><span class="price">$25.00</span>' + BUY
     for menu in (
         '<ul class="dropdown-menu"><li class="brand-item">Acme</li></ul>',
@@ -92,7 +86,7 @@ def test_a_shop_by_brand_menu_names_no_brand():
 def test_a_crumbs_drop_down_of_other_categories_is_not_the_trail():
     # lightinthebox.com: `<li><dl><dt><a>Home & Garden</a></dt><dd class="breadcrumb-list"><ul>
     # <li><a>Shop by Room</a>…` under each crumb (the trail read 25 categories).
-    product = _shown("fathom_lightinthebox-nose-shower-gel-dispenser")
+    product = corpus_product("fathom_lightinthebox-nose-shower-gel-dispenser")
     assert product.category_path == ["Home & Garden", "Bathroom Products", "Bathroom Gadgets"]
     crumb = '<li><dl><dt><a href="/c/{0}">{0}</a></dt><dd><ul><li><a href="/c/x">Other {0}</a></li></ul></dd></dl></li>'
     nested = '<li><a href="/c/{0}">{0}</a><ul><li><a href="/c/y">Sibling of {0}</a></li></ul></li>'
@@ -101,7 +95,7 @@ def test_a_crumbs_drop_down_of_other_categories_is_not_the_trail():
         body = trail + '<h1>Linen Shirt</h1><span class="price">$25.00</span>' + BUY
         assert _one(_page(body, title="Linen Shirt")).category_path == ["Women", "Shirts"], shape
     # Newegg 2010's trail is a list of `<dd>` alone: those are its crumbs.
-    assert _shown("swde_newegg-canon-powershot-s90-black").category_path == [
+    assert corpus_product("swde_newegg-canon-powershot-s90-black").category_path == [
         "Cameras & Camcorders",
         "Point & Shoot Cameras",
         "Canon USA",
@@ -112,7 +106,7 @@ def test_a_trail_block_left_open_around_the_page_reads_the_trail_inside():
     # bkstr.com: `<div id="breadcrumb">` is never closed, so it holds the product block (its
     # share bar's "More", the swatches "Heather Grey", "Cardinal"); `#widget_breadcrumb` inside
     # holds the trail.
-    product = _shown("fathom_bkstr-stanford-hooded-sweatshirt")
+    product = corpus_product("fathom_bkstr-stanford-hooded-sweatshirt")
     assert product.category_path == ["Apparel & Accessories", "Men", "Sweatshirts"]
     # Bootstrap's crumbs are each named for one (`li.breadcrumb-item`): one link each, no trail.
     items = "".join(f'<li class="breadcrumb-item"><a href="/c/{c}">{c}</a></li>' for c in ("Women", "Shirts"))
@@ -122,7 +116,7 @@ def test_a_trail_block_left_open_around_the_page_reads_the_trail_inside():
 
 def test_a_trail_named_bread_crumbs():
     # dhgate.com's `<div class="bread-crumbs-inner">` (a JSON-LD Product with no category).
-    product = _shown("fathom_dhgate-funny-eye-stickers")
+    product = corpus_product("fathom_dhgate-funny-eye-stickers")
     assert product.category_path == ["Health & Beauty", "Tattoos & Body Art", "Temporary Tattoos"]
 
 
@@ -133,7 +127,7 @@ def test_a_legend_of_stock_states_and_a_message_template_state_no_stock():
     # bkstr.com: `th.stockText` rows "In Stock (✓)", "Backordered", "Out of Stock", "PreOrder"
     # defining each state, and `#CMRP_OUT_OF_STOCK` "Out of Stock${0}This item has gone out of
     # stock since you searched…" (a script's message). Before: OutOfStock.
-    assert _shown("fathom_bkstr-stanford-hooded-sweatshirt").availability is None
+    assert corpus_product("fathom_bkstr-stanford-hooded-sweatshirt").availability is None
     shown = '<h1>Linen Shirt</h1><span class="price">$25.00</span>'
     legend = "".join(f'<th class="stockText">{s}</th>' for s in ("In Stock", "Out of Stock", "PreOrder"))
     assert _one(
@@ -152,7 +146,7 @@ def test_a_legend_of_stock_states_and_a_message_template_state_no_stock():
 def test_swatches_to_choose_from_are_no_colour():
     # bkstr.com: "Color:" over `<a role="radio" title="Heather Grey"><div class="hide">Heather
     # Grey</div>…` and "Cardinal": two choices, none chosen. Before: "Heather Grey".
-    assert _shown("fathom_bkstr-stanford-hooded-sweatshirt").color is None
+    assert corpus_product("fathom_bkstr-stanford-hooded-sweatshirt").color is None
     product = (
         '<div itemscope itemtype="https://schema.org/Product"><h1 itemprop="name">Linen Shirt</h1></div>'
     )
@@ -167,7 +161,7 @@ def test_swatches_to_choose_from_are_no_colour():
 
 def test_a_listings_repeated_field_is_not_the_products():
     # wayfair.com: 28 swing sets below the deal, each "Primary Material: Wood". Before: Wood.
-    assert _shown("fathom_wayfair-treasure-trove-swing-set").material is None
+    assert corpus_product("fathom_wayfair-treasure-trove-swing-set").material is None
     listing = "\n".join(["Primary Material: Wood", "Slide Included: Yes"] * 5)
     assert find_material(listing) is None
     assert find_color("\n".join(f"Color: {c}" for c in ("Red", "Blue", "Green"))) is None
@@ -179,7 +173,7 @@ def test_a_listings_repeated_field_is_not_the_products():
 def test_several_blends_a_description_offers_are_no_material():
     # etsy.com: "may come with one of the following fabric contents: White Tees: -Cotton Poly:
     # 50% Cotton/50% polyester -Triblend: 50% recycled polyester/ 37% organic cotton/ 13% rayon".
-    assert _shown("fathom_etsy-happy-soba-toddler-tee").material is None
+    assert corpus_product("fathom_etsy-happy-soba-toddler-tee").material is None
     assert find_composition("Shell 50% cotton/50% polyester.\nOr 60% cotton, 40% polyester.") is None
     # One blend stated twice is the product's.
     assert (
@@ -194,7 +188,7 @@ def test_several_blends_a_description_offers_are_no_material():
 def test_a_product_id_written_with_its_scheme():
     # B&H: `<meta itemprop="productID" content="sku:CAE5D4">` (schema.org's own example is
     # "isbn:123-456-789"). The key the lake may hold ("sku:CAE5D4") stays an alias.
-    product = _shown("fathom_bhphotovideo-canon-eos-5d-mark-iv")
+    product = corpus_product("fathom_bhphotovideo-canon-eos-5d-mark-iv")
     assert (product.product_id, product.id_aliases) == ("CAE5D4", ["sku:CAE5D4"])
     markup = (
         '<div itemscope itemtype="https://schema.org/Product"><h1 itemprop="name">Linen Shirt</h1>{}</div>'
@@ -210,7 +204,7 @@ def test_a_product_id_written_with_its_scheme():
 
 def test_the_number_before_a_products_slug_is_its_id():
     # etsy.com's `/listing/252423036/happy-soba-graphic-toddler-baby-kid-tee`; the path stays an alias.
-    product = _shown("fathom_etsy-happy-soba-toddler-tee")
+    product = corpus_product("fathom_etsy-happy-soba-toddler-tee")
     assert product.product_id == "252423036"
     assert product.id_aliases == ["/listing/252423036/happy-soba-graphic-toddler-baby-kid-tee"]
     assert url_item_id("/p/1234567/red-linen-shirt") == "1234567"
@@ -226,7 +220,7 @@ def test_the_number_before_a_products_slug_is_its_id():
 def test_a_servlets_query_names_the_item():
     # IBM WebSphere Commerce's `/ProductDisplay?storeId=10161&…&productId=70682436` (bkstr.com):
     # every item's path is `/ProductDisplay`. The structured product's path key stays an alias.
-    product = _shown("fathom_bkstr-stanford-hooded-sweatshirt")
+    product = corpus_product("fathom_bkstr-stanford-hooded-sweatshirt")
     assert (product.product_id, product.id_aliases, product.sources["product_id"]) == (
         "70682436",
         ["/ProductDisplay"],
@@ -240,7 +234,7 @@ def test_a_servlets_query_names_the_item():
 def test_an_element_named_for_the_items_code():
     # healthypets.com: `<div class="item-code">Item: SB00260</div>` under the heading; the URL
     # (`/sexybeast3oz.html`) stays an alias.
-    product = _shown("fathom_healthypets-sexy-beast-canine-fragrance")
+    product = corpus_product("fathom_healthypets-sexy-beast-canine-fragrance")
     assert (product.product_id, product.sources["product_id"]) == ("SB00260", "html:code-element")
     assert product.id_aliases == ["/sexybeast3oz.html"]
     shown = '<h1>Linen Shirt</h1><span class="price">$25.00</span>' + BUY
@@ -259,7 +253,7 @@ def test_an_element_named_for_the_items_code():
 def test_the_price_a_now_label_marks_after_the_former_one():
     # gap.com: `h5.product-price--markdown` "$64.95" (unlabelled, unstruck), then
     # `h5.product-price` "Now $52.00". Before: 64.95.
-    assert str(_shown("fathom_gap-gfast-blackout-mesh-leggings").price) == "52.00"
+    assert str(corpus_product("fathom_gap-gfast-blackout-mesh-leggings").price) == "52.00"
     block = '<h1>Linen Shirt</h1><div><p class="price">$64.95</p><p class="price">{} $52.00</p></div>' + BUY
     for label in ("Now", "Sale:", "Jetzt"):
         assert str(_one(_page(block.format(label), title="Linen Shirt")).price) == "52.00", label
@@ -271,7 +265,7 @@ def test_a_shop_that_asks_for_a_zip_code_sells_in_us_dollars():
     # Barnes & Noble 2010's "Enter your zip" (store pickup) and Beach Audio's shipping quote
     # `<input title="Enter your 5 digit zip…">`: "$" prices on pages that state no market.
     for name in ("swde_barnesandnoble-one-day", "swde_beachaudio-canon-powershot-d10"):
-        product = _shown(name)
+        product = corpus_product(name)
         assert (product.currency, product.sources["currency"]) == ("USD", "html:us-address"), name
     shown = '<h1>Linen Shirt</h1><span class="price">$25.00</span>' + BUY
     for prompt in (
