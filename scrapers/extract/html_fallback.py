@@ -69,7 +69,8 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   days or 72 hours), an "Availability" field, else InStock when the page's own add-to-cart controls are all enabled and
   its text outside product cards states no out-of-stock or "coming soon" phrase
   (`conventions.buy_control_stock`, source `html:buy-control`).
-- colour, material (never guessed): a field the page shows outside product cards — a table row,
+- colour, material (never guessed; for colour, after the fields, an element named for the chosen
+  colour's value, `_named_color`): a field the page shows outside product cards — a table row,
   a definition or a row of two elements ("Color" | "Backsteinrot", "Material Composition" |
   "100% polyester, …"), or a short element reading "Farbe: Schwarz" / "Obermaterial: 100%
   Polyester / Futter: …" (a watch's "Case / bezel material: Stainless steel"). A colour from a
@@ -423,6 +424,7 @@ def html_product(
         )
     color = _pick(sources, "color", _selected_color(body, cards), "html:aria-label")
     color = color or _pick(sources, "color", _field_color(fields), "html:field")
+    color = color or _pick(sources, "color", _named_color(body, cards), "html:color-element")
     material = _pick(sources, "material", _field_material(fields), "html:field")
     material = material or _pick(sources, "material", _composition_element(body, cards), "html:composition")
     material = material or _pick(sources, "material", find_composition(detail()), "html:composition")
@@ -1911,6 +1913,38 @@ def _selected_color(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElemen
         if match and not _in_card(element, cards) and len(match.group("value").split()) <= 3:
             return match.group("value").strip()
     return None
+
+
+# An element named for the chosen colour's value ("pdp-color-value", "selected-color",
+# "colour-name"): a picker's heading shows the swatch the page is on.
+_COLOR_VALUE_HINT = re.compile(
+    r"(?i)(?:selected|chosen|current|active)[-_]?colou?r(?![-_]?(?:s|list|picker|swatch|options?)\b)"
+    r"|colou?r[-_]?(?:value|name|label|selected|text)\b"
+)
+
+
+def _named_color(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> str | None:
+    """The colour an element named for the chosen colour's value states (Banana Republic's
+    `<h2>Color</h2><span data-testid="pdp-color-value">Aragon Pink Clay</span>`), outside product
+    cards, when all such elements state one: a short name with no digit, under a "Color" label or
+    a colour of the vocabulary."""
+    found = set()
+    for element in body.iter():
+        if not isinstance(element.tag, str) or len(element) or _in_card(element, cards):
+            continue
+        hint = " ".join(element.get(a) or "" for a in ("id", "class", "data-testid"))
+        if not _COLOR_VALUE_HINT.search(hint):
+            continue
+        text = _text(element).strip(" :")
+        if not text or len(text.split()) > 4 or re.search(r"[\d{}<>()$€£:]", text):
+            continue
+        before = next((e for e in element.itersiblings(preceding=True) if isinstance(e.tag, str)), None)
+        labelled = before is not None and _COLOR_LABEL.match(_text(before).strip(" :"))
+        # Under a "Color" heading any name ("Aragon Pink Clay"); alone, a colour of the vocabulary
+        # (not a swatch group's "Reduced Price").
+        if labelled or any(color_value(w) for w in text.split()):
+            found.add(text)
+    return found.pop() if len(found) == 1 else None
 
 
 def _field_color(fields: list[tuple[str, str, bool]]) -> str | None:

@@ -274,7 +274,7 @@ _SEARCH_NAME = re.compile(
 
 
 # Links in a trail that name no category: a way back ("Back", "‹ Back to results"; not "Back to
-# School"), a page of the trail ("Next"), the whole catalogue ("All Products", "Browse Products",
+# School"), a page of the trail ("Next", "Nächstes", "Suivant"), the whole catalogue ("All Products", "Browse Products",
 # Cafe24's "CATEGORIES", "Shop", WooCommerce's default "Uncategorized", Shopify's "Home page"
 # collection), the shopper's account, a link to all of a category's items
 # (Walmart's "See all Car Seats" after "Car Seats"), a label cut short ("See more Size 10 - PUMA
@@ -282,6 +282,9 @@ _SEARCH_NAME = re.compile(
 _NO_CATEGORY = re.compile(
     r"(?i)^(?:[‹«<←]\s*)?(?:back(?:\s+to\s+(?:(?:search\s+)?results|search|list|overview|previous(?:\s+page)?))?$"
     r"|(?:see (?:all|more)|view all|shop all)\b|(?:next|prev(?:ious)?)$"
+    # The same pages of the trail in other languages ("Vorheriges" | "Nächstes" on a German shop).
+    r"|(?:vorherige[rs]?|nächste[rs]?|zurück|weiter|précédent|suivant|retour|anterior|siguiente|volver|"
+    r"precedente|successivo|indietro|vorige|volgende|terug|próximo|voltar)$"
     r"|(?:all |browse )?(?:products|categories)$|uncategori[sz]ed$|(?:the )?(?:shop|store)$|home ?page$|front ?page$"
     r"|(?:my )?account$|(?:log|sign) ?in$)|(?:\.\.\.|…)$"
 )

@@ -49,6 +49,7 @@ from lookbench_live.scrapers.extract.values import (
     title_color,
     url_item_id,
     url_key,
+    without_name,
     without_site_name,
 )
 
@@ -673,7 +674,7 @@ def _normalize(
         currency=currency,
         availability=availability,
         category_path=category,
-        color=clean_title(color),
+        color=without_name(clean_title(color), title),
         material=clean_title(material),
         description=description,
         images=images,

@@ -715,6 +715,20 @@ def find_material(*texts: str | None) -> str | None:
     return None
 
 
+def without_name(value: str | None, name: str | None) -> str | None:
+    """A variant's value without the product's name written before it (a Shopify variant's
+    "color": "Men's Dasher NZ - Blizzard/Deep Navy (Blizzard Sole)" on "Men's Dasher NZ"): what
+    follows the name and a separator; the value as it is when the name is all of it."""
+    if not value or not name:
+        return value
+    head = value[: len(name)]
+    rest = value[len(name) :]
+    if head.casefold() == name.casefold():
+        rest = re.sub(r"^\s*[-–:|/]\s*", "", rest) if re.match(r"\s*[-–:|/]", rest) else ""
+        return rest.strip() or value
+    return value
+
+
 def without_color_code(value: str) -> str:
     """A colour name without the shop's colour number before it (Uniqlo's "69 NAVY") or its
     fabric code after it (La-Z-Boy's "Olive B942323"), when the rest is a colour of the

@@ -40,9 +40,10 @@ def _norm(text: Any) -> str:
 
 
 def _composition(text: str) -> set[tuple[str, str]]:
-    """{(percent, fibre)} of "41% Baumwolle, 33% Viskose" or "Baumwolle 60%; Polyester 40%"."""
+    """{(percent, fibre)} of "41% Baumwolle, 33% Viskose" or "Baumwolle 60%; Polyester 40%" (one
+    way or the other: in "65% Poliéster 35% Algodão" the 35 is not the polyester's)."""
     pairs = re.findall(r"(\d{1,3})\s*%\s*([^\W\d_]+)", text)
-    pairs += [(p, w) for w, p in re.findall(r"([^\W\d_]+)\s+(\d{1,3})\s*%", text)]
+    pairs = pairs or [(p, w) for w, p in re.findall(r"([^\W\d_]+)\s+(\d{1,3})\s*%", text)]
     return {(p, w.casefold()) for p, w in pairs}
 
 
@@ -148,8 +149,9 @@ def test_corpus_is_real_sized_and_documented():
     # 10 MB until its storefront round (15 pages of the held-out split's kinds, ~80 kB each);
     # 12 MB until its seventh round (15 more US storefronts and pages with no product markup);
     # 13 MB until its eighth round (older shops' pages and pages that are not a product);
-    # 14 MB until its ninth round (six more 2010 shops' pages); 14.9 MB since its tenth.
-    assert sum(p.stat().st_size for p in payloads) < 15_000_000
+    # 14 MB until its ninth round (six more 2010 shops' pages); 15 MB until its eleventh (eleven
+    # pages from sources not used before).
+    assert sum(p.stat().st_size for p in payloads) < 16_000_000
     splits = [
         json.loads(p.read_text(encoding="utf-8")).get("split", "dev")
         for p in (CORPUS / "expected").glob("*.json")
@@ -216,8 +218,10 @@ def test_every_payload_names_its_public_source_and_none_is_excluded():
 # unchanged. The floors since, through the ninth round (1330/1418 = 93.8%, held-out unchanged).
 # Tenth round (ten more 2017 browser saves, 50/82 before their rules): dev 1390/1496 = 92.9%,
 # messy 1186/1292 = 91.8% (the 200 dev payloads before: 1332/1418); held-out 164/192 = 85.4%, messy
-# 110/138 = 79.7%. The floors since.
-FLOORS = {"dev": (0.929, 0.917), "heldout": (0.854, 0.797)}
+# 110/138 = 79.7%. Eleventh round (eleven pages from sources not used before, 73/94 before its
+# rules): dev 1466/1589 = 92.3%, messy 1262/1385 = 91.1% (the 210 before unchanged); held-out
+# unchanged. The floors since.
+FLOORS = {"dev": (0.922, 0.911), "heldout": (0.854, 0.797)}
 
 
 @pytest.mark.parametrize("split", SPLITS)

@@ -380,3 +380,57 @@ def test_a_label_over_swatches_none_chosen_reads_no_next_line():
     assert (
         _one(_page(product + "<p>Color:</p>" + chosen + "<p>Size</p>", title="Linen Shirt")).color == "Navy"
     )
+
+
+# --------------------------------------------------------------------------- eleventh round
+
+
+def test_a_trails_previous_and_next_links_in_other_languages_are_no_category():
+    # de.happycoffee.org (Shopify): its breadcrumb bar holds only "‹ Vorheriges | Nächstes ›",
+    # links to the shop's neighbouring products. Before: ["Vorheriges", "Nächstes"].
+    assert corpus_product("tr_happycoffee-sidamo-bio-bohnen").category_path == []
+    shown = '<h1>Linen Shirt</h1><span class="price">25,00 €</span>' + BUY
+    for before, after in (("Vorheriges", "Nächstes"), ("Précédent", "Suivant"), ("Anterior", "Siguiente")):
+        trail = f'<div class="breadcrumb"><a href="/p/a">{before}</a> | <a href="/p/b">{after}</a></div>'
+        assert _one(_page(trail + shown, title="Linen Shirt", lang="de")).category_path == [], before
+    # A category that only starts with such a word is one ("Weiterbildung", "Retour en classe").
+    trail = '<div class="breadcrumb"><a href="/c/a">Weiterbildung</a> › <a href="/c/b">Bücher</a></div>'
+    assert _one(_page(trail + shown, title="Linen Shirt", lang="de")).category_path == [
+        "Weiterbildung",
+        "Bücher",
+    ]
+
+
+def test_a_variant_colour_written_after_the_products_name():
+    # allbirds.com (Shopify): each variant's JSON-LD "color" is "Men's Dasher NZ - Blizzard/Deep
+    # Navy (Blizzard Sole)". Before: the whole string as the colour.
+    assert corpus_product("c3_allbirds-mens-dasher-nz").color == "Blizzard/Deep Navy (Blizzard Sole)"
+    node = '{{"@context": "https://schema.org", "@type": "Product", "name": "Linen Shirt", "color": "{}"}}'
+    for color, shown in (("Linen Shirt - Navy", "Navy"), ("Linen Shirt: Sand", "Sand"), ("Navy", "Navy")):
+        head = f'<script type="application/ld+json">{node.format(color)}</script>'
+        assert _one(_page("<h1>Linen Shirt</h1>", title="Linen Shirt", head=head)).color == shown, color
+    # A colour that only starts with the name's words, with no separator, stays whole.
+    head = f'<script type="application/ld+json">{node.format("Linen Shirt Blue")}</script>'
+    assert _one(_page("<h1>Linen Shirt</h1>", title="Linen Shirt", head=head)).color == "Linen Shirt Blue"
+
+
+def test_an_element_named_for_the_chosen_colours_value():
+    # bananarepublic.gap.com (no product markup): `<h2>Color</h2><span data-testid=
+    # "pdp-color-value">Aragon Pink Clay</span>` over the swatches. Before: no colour.
+    assert corpus_product("c3_bananarepublic-ribbed-henley").color == "Aragon Pink Clay"
+    shown = '<h1>Linen Shirt</h1><span class="price">$25.00</span>' + BUY
+    picker = '<div><h2>Colour</h2><span class="selected-color">Sea Salt</span></div>'
+    assert _one(_page(shown + picker, title="Linen Shirt")).color == "Sea Salt"
+    # Unlabelled, only a colour of the vocabulary: not a swatch group's "Reduced Price" (Lands'
+    # End's `div.color-name`); two different values, or a card's, name none.
+    for body in (
+        '<div class="color-name">Reduced Price</div>',
+        '<span class="color-name">Navy</span><span class="color-name">Red</span>',
+        "".join(
+            f'<li class="card"><img src="/{i}.jpg"><span class="color-name">Red</span>'
+            f'<span class="price">$9.00</span></li>'
+            for i in range(3)
+        ),
+    ):
+        assert _one(_page(shown + body, title="Linen Shirt")).color is None, body
+    assert _one(_page(shown + '<span class="color-name">Navy</span>', title="Linen Shirt")).color == "Navy"
