@@ -582,9 +582,9 @@ _POSTCODE = re.compile(r"(?i)\bpost(?:al)?[- ]?code|\bpostal\b")
 
 
 # A prompt for a US ZIP code, the US's own word for a postcode ("Enter your zip", "ZIP Code",
-# "5 digit zip"); not a form for any country's "Zip/Postal Code" (Magento's default label).
+# "5 digit zip"); `_zip_prompt` leaves out any country's "Zip/Postal Code" (Magento's default label).
 _ZIP_PROMPT = re.compile(
-    r"(?i)(?<!postal )(?<!postal/)(?:\benter (?:your |a )?(?:5[- ]digit )?zip\b|\bzip[- ]?code\b|\b5[- ]digit zip\b)(?!\s*(?:/|or)\s*postal)"
+    r"(?i)\benter (?:your |a )?(?:5[- ]digit )?zip\b|\bzip[- ]?code\b|\b5[- ]digit zip\b"
 )
 
 
@@ -700,12 +700,9 @@ def _undisplayed_text(element: lxml_html.HtmlElement, *, readers: bool = True) -
     parts: list[str] = []
 
     def walk(node: lxml_html.HtmlElement, top: bool) -> None:
-        classes = set((node.get("class") or "").lower().split())
         if not top and (
-            (_DISPLAY_NONE & classes and not any(_SHOWN_AT.match(c) for c in classes))
-            or (not readers and READER_ONLY & classes)
-            or node.get("hidden") is not None
-            or re.search(r"display\s*:\s*none", node.get("style") or "", re.I)
+            _hidden_here(node)
+            or (not readers and READER_ONLY & set((node.get("class") or "").lower().split()))
         ):
             parts.append(node.tail or "")
             return

@@ -1069,8 +1069,8 @@ def _page_text(tree: lxml_html.HtmlElement, root: lxml_html.HtmlElement | None =
         choice.update(menu.iter())
     from lookbench_live.scrapers.extract.html_fallback import named_menu
 
-    for element in body.iter():
-        if isinstance(element.tag, str) and element not in choice and named_menu(element):
+    for element in body.xpath(".//*[@class or @id]"):  # a menu is named by its class or id
+        if element not in choice and named_menu(element):
             choice.update(element.iter())
     # Swatches the shopper picks from (`<a role="radio" title="Heather Grey">` beside "Cardinal"
     # under "Color:"): choices too, except the one the page marks as chosen.

@@ -7,6 +7,7 @@ and returns a clean value or None; none of them raises on bad input.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 import string
@@ -613,26 +614,28 @@ def _tidy(value: str) -> str:
 CHOICES = "(choices)"
 
 
-def _listed_fields(lines: list[str]) -> set[str]:
+@functools.lru_cache(maxsize=8)
+def _listed_fields(text: str) -> frozenset[str]:
     """The labels of "Label: value" lines a listing repeats for each of its items (a grid of 28
     swing sets, each with "Primary Material: Wood"): stated five times or more, or three times or
-    more with different values. A product's own field is stated once or twice (a tab, a copy)."""
+    more with different values. A product's own field is stated once or twice (a tab, a copy).
+    Read once per text: the colour and both material passes ask for the same page text."""
     values: dict[str, list[str]] = {}
-    for line in lines:
-        label, colon, value = line.partition(":")
+    for line in text.splitlines():
+        label, colon, value = line.strip().partition(":")
         if colon and 0 < len(label) <= 40:
             values.setdefault(label.strip().casefold(), []).append(value.strip().casefold())
-    return {k for k, v in values.items() if len(v) >= 5 or (len(v) >= 3 and len(set(v)) > 1)}
+    return frozenset(k for k, v in values.items() if len(v) >= 5 or (len(v) >= 3 and len(set(v)) > 1))
 
 
-def _listed(line: str, listed: set[str]) -> bool:
+def _listed(line: str, listed: frozenset[str]) -> bool:
     label, colon, _ = line.partition(":")
     return bool(colon) and label.strip().casefold() in listed
 
 
 def _labelled_material(text: str, *, bare: bool) -> str | None:
     lines = [line.strip() for line in text.splitlines()]
-    listed = _listed_fields(lines)
+    listed = _listed_fields(text)
     for index, line in enumerate(lines):
         match = _LABEL_LINE.search(line)
         if not match or _INNER_PART.search(line[: match.start("label")]) or _listed(line, listed):
@@ -750,7 +753,7 @@ def find_color(*texts: str | None) -> str | None:
         if not text:
             continue
         lines = [line.strip() for line in text.splitlines()]
-        listed = _listed_fields(lines)
+        listed = _listed_fields(text)
         for index, line in enumerate(lines):
             match = _COLOR_LINE.search(line)
             if not match or _listed(line, listed):
