@@ -1728,6 +1728,11 @@ def _labelled_id(text: str) -> str | None:
     return match.group("id") if match else None
 
 
+def page_labelled_id(body: lxml_html.HtmlElement) -> str | None:
+    """The first id a label names in the page's visible text (`_labelled_id`)."""
+    return _labelled_id(visible_text(body))
+
+
 def _article_number(text: str) -> str | None:
     """H&M's "Art.No. 77-3066" (a label read since issue 27's sixth round: `html:label-art-no`)."""
     match = _ART_NO_LABEL.search(text)
@@ -2021,6 +2026,12 @@ def _field_material(fields: list[tuple[str, str, bool]]) -> str | None:
         if material_value(value):
             return value
     return None
+
+
+def page_field_material(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> str | None:
+    """The material a field of the page states outside product cards ("Main Material" |
+    "Cotton" in a specification table), by `_field_material`'s rules."""
+    return _field_material(_fields(body, cards))
 
 
 def page_composition(

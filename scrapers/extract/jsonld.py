@@ -12,7 +12,7 @@ import html
 import json
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from lxml import html as lxml_html
 
@@ -37,22 +37,31 @@ def jsonld_scripts(tree: lxml_html.HtmlElement) -> list[str]:
     return out
 
 
-def load_scripts(tree: lxml_html.HtmlElement) -> list[tuple[Any, Problem | None]]:
+class Script(NamedTuple):
+    """One JSON-LD script as read: its data (None when empty or refused), why it was refused,
+    and whether it parsed only after the template repairs below (`repaired`)."""
+
+    data: Any
+    problem: Problem | None = None
+    repaired: bool = False
+
+
+def load_scripts(tree: lxml_html.HtmlElement) -> list[Script]:
     """Every JSON-LD script of the page, parsed once: products and looks both read them."""
     return [load_script(text) for text in jsonld_scripts(tree)]
 
 
-def load_script(text: str) -> tuple[Any, Problem | None]:
-    """Parse one script; returns (data or None, problem or None). Empty scripts are (None, None)."""
+def load_script(text: str) -> Script:
+    """Parse one script. Empty scripts are `Script(None)`."""
     if not text or not text.strip():
-        return None, None
+        return Script(None)
     if len(text) > MAX_SCRIPT_CHARS:
-        return None, Problem("jsonld_too_large", f"{len(text)} characters")
+        return Script(None, Problem("jsonld_too_large", f"{len(text)} characters"))
     cleaned = _WRAPPERS.sub("", text)
     cleaned = _LINE_COMMENT.sub("", cleaned)
     cleaned = _CONTROL.sub(" ", cleaned).strip().rstrip(";").strip()
     if not cleaned:
-        return None, None
+        return Script(None)
     attempts = [cleaned, _TRAILING_COMMA.sub(r"\1", cleaned)]
     if "&quot;" in cleaned or "&#" in cleaned:
         attempts.append(html.unescape(cleaned))
@@ -61,14 +70,164 @@ def load_script(text: str) -> tuple[Any, Problem | None]:
         try:
             data = json.loads(attempt, strict=False)
         except RecursionError:
-            return None, Problem("jsonld_too_deep", "nesting beyond the parser's recursion limit")
+            return Script(None, Problem("jsonld_too_deep", "nesting beyond the parser's recursion limit"))
         except ValueError as exc:
-            error = str(exc)
+            error = error or str(exc)
             continue
-        if _depth_exceeds(data, MAX_DEPTH):
-            return None, Problem("jsonld_too_deep", f"nesting deeper than {MAX_DEPTH}")
-        return data, None
-    return None, Problem("invalid_jsonld", error[:200])
+        return _checked_depth(data)
+    try:
+        data = repaired(attempts[1])
+    except RecursionError:
+        return Script(None, Problem("jsonld_too_deep", "nesting beyond the parser's recursion limit"))
+    if data is None:
+        return Script(None, Problem("invalid_jsonld", error[:200]))
+    return _checked_depth(data, repaired=True)
+
+
+def _checked_depth(data: Any, *, repaired: bool = False) -> Script:
+    if _depth_exceeds(data, MAX_DEPTH):
+        return Script(None, Problem("jsonld_too_deep", f"nesting deeper than {MAX_DEPTH}"))
+    return Script(data, None, repaired)
+
+
+# Repairs for JSON-LD as templates write it, tried only on a script `json.loads` refuses; each
+# keeps every character of every value as written (S7):
+# - a quote a template did not escape inside a value (`"name": "Pan 12" Round"`, a description's
+#   `<p class="lead">`): it is escaped;
+# - a comma a template left out between two members (`"sku": "A1" "brand": …`) or two values;
+# - an escape JSON does not have (PHP's `addslashes` writes `Men\'s`; `\x` before any other letter):
+#   the character as written;
+# - `/* … */` comments, a byte-order mark or zero-width and no-break spaces between tokens;
+# - several objects in one script (`{…}{…}`, `{…},{…}`): a list of them; closers left over
+#   after the first complete value (`…]} }`) are dropped, and closers a script ends without
+#   are added when it ends between two values (never inside a value: a cut-off text is refused).
+MAX_REPAIRS = 20  # a script needing more is not what a template wrote: it is refused
+MAX_REPAIR_CHARS = 500_000  # each repair re-reads the script from its start
+_BLANK = "\ufeff\u200b\u200c\u200d\u2060\u00a0"
+_ESCAPABLE = frozenset('"\\/bfnrtu')
+_END_OF_VALUE = frozenset('"}]0123456789el')  # a string, object, array, number, true/false/null
+
+
+def repaired(text: str) -> Any:
+    """The data of a JSON text after the repairs above, or None when they do not make it one."""
+    if len(text) > MAX_REPAIR_CHARS:
+        return None
+    text = _without_block_comments(text.strip(_BLANK + " \t\r\n"))
+    for _ in range(MAX_REPAIRS + 1):
+        try:
+            return _values(text)
+        except json.JSONDecodeError as exc:
+            fixed = _fix_at(text, exc.pos)
+        if fixed is None or fixed == text:
+            return None
+        text = fixed
+    return None
+
+
+def _values(text: str) -> Any:
+    """One JSON value, or a list of the values a script writes one after another (optionally
+    comma-separated); closers or semicolons after them are ignored."""
+    decoder = json.JSONDecoder(strict=False)
+    values: list[Any] = []
+    at = 0
+    while True:
+        value, at = decoder.raw_decode(text, at)
+        values.append(value)
+        rest = text[at:].lstrip()
+        if not rest.strip("}]);, \t\r\n"):
+            return values[0] if len(values) == 1 else values
+        if rest[0] == ",":
+            rest = rest[1:].lstrip()
+        if rest[0] not in "{[":
+            # Something other than another object follows: report where, for `_fix_at`.
+            raise json.JSONDecodeError("Extra data", text, len(text) - len(rest))
+        at = len(text) - len(rest)
+
+
+def _fix_at(text: str, at: int) -> str | None:
+    """The text with the one repair the parser's stop at `at` calls for, or None when none does."""
+    if at >= len(text):
+        closers = _missing_closers(text)
+        return text + closers if closers else None
+    char = text[at]
+    if char in _BLANK:
+        return text[:at] + " " + text[at + 1 :]
+    if char == "\\":
+        following = text[at + 1 : at + 2]
+        if following == "'":
+            return text[:at] + text[at + 1 :]
+        if following not in _ESCAPABLE or (following == "u" and not _HEX4.fullmatch(text[at + 2 : at + 6])):
+            return text[:at] + "\\" + text[at:]
+        return None
+    before = len(text[:at].rstrip()) - 1
+    if before < 0:
+        return None
+    previous = text[before]
+    if char in '"{[' and previous in _END_OF_VALUE:
+        if previous == '"' and char == '"' and before + 1 == at:
+            return None  # `""`: an empty string's quotes, not two values
+        return text[:at] + "," + text[at:]
+    if previous == '"' and char not in ",:}]":
+        return text[:before] + '\\"' + text[before + 1 :]
+    if previous == "," and char not in '"}]':
+        # `"Pan 12", Round"`: the quote before the comma was a value's own.
+        quote = len(text[:before].rstrip()) - 1
+        if quote >= 0 and text[quote] == '"':
+            return text[:quote] + '\\"' + text[quote + 1 :]
+    return None
+
+
+_HEX4 = re.compile(r"[0-9A-Fa-f]{4}")
+
+
+def _without_block_comments(text: str) -> str:
+    """The text without `/* … */` comments outside strings."""
+    if "/*" not in text:
+        return text
+    out: list[str] = []
+    at, in_string = 0, False
+    while at < len(text):
+        char = text[at]
+        if in_string:
+            if char == "\\":
+                out.append(text[at : at + 2])
+                at += 2
+                continue
+            in_string = char != '"'
+        elif char == '"':
+            in_string = True
+        elif text.startswith("/*", at):
+            end = text.find("*/", at + 2)
+            if end < 0:
+                return text
+            at = end + 2
+            continue
+        out.append(char)
+        at += 1
+    return "".join(out)
+
+
+def _missing_closers(text: str) -> str:
+    """The closers a text ending between two values leaves open ("" when it ends in a string)."""
+    stack: list[str] = []
+    at, in_string = 0, False
+    while at < len(text):
+        char = text[at]
+        if in_string:
+            if char == "\\":
+                at += 2
+                continue
+            in_string = char != '"'
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            stack.append("}" if char == "{" else "]")
+        elif char in "}]" and (not stack or stack.pop() != char):
+            return ""
+        at += 1
+    if in_string or not stack or text.rstrip()[-1:] in (":", ","):
+        return ""
+    return "".join(reversed(stack))
 
 
 def _depth_exceeds(data: Any, limit: int) -> bool:
@@ -95,27 +254,52 @@ def type_names(node: dict[str, Any]) -> set[str]:
     return out
 
 
-def top_nodes(data: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
+# The schema.org pages whose `mainEntity` is what the page is about: a product's page.
+PAGE_TYPES = frozenset({"webpage", "itempage"})
+
+
+def top_nodes(data: Any, depth: int = 0, *, in_place: bool = True) -> Iterator[dict[str, Any]]:
     """The top-level nodes of a JSON-LD document: roots, `@graph` members, list members, and
-    the items of an `ItemList` (not arbitrary nested nodes such as related products)."""
+    the items of an `ItemList` (not arbitrary nested nodes such as related products); with
+    `in_place`, also a page's `mainEntity` and an offer's `itemOffered` (which the rules before
+    issue 27's twelfth round did not read: `schema_org` keeps the keys those rules gave)."""
     if depth > 6:
         return
     if isinstance(data, list):
         for item in data:
-            yield from top_nodes(item, depth + 1)
+            yield from top_nodes(item, depth + 1, in_place=in_place)
     elif isinstance(data, dict):
         if "@graph" in data:
-            yield from top_nodes(data["@graph"], depth + 1)
+            yield from top_nodes(data["@graph"], depth + 1, in_place=in_place)
             rest = {k: v for k, v in data.items() if k not in ("@graph", "@context")}
             if "@type" in rest:
                 yield rest
             return
         yield data
-        if "itemlist" in type_names(data):
+        types = type_names(data)
+        if "itemlist" in types:
             for element in data.get("itemListElement") or []:
                 if isinstance(element, dict):
                     inner = element.get("item")
-                    yield from top_nodes(inner if isinstance(inner, dict) else element, depth + 1)
+                    yield from top_nodes(
+                        inner if isinstance(inner, dict) else element, depth + 1, in_place=in_place
+                    )
+        if not in_place:
+            return
+        if types & PAGE_TYPES:
+            # The thing a page is about (`ItemPage.mainEntity`: its product) is stated in place
+            # as often as by an `@id` reference to a `@graph` member. Not a list it is about:
+            # a category page's products are not the page's product.
+            main = data.get("mainEntity")
+            for node in main if isinstance(main, list) else [main]:
+                if isinstance(node, dict) and len(node) > 1 and "itemlist" not in type_names(node):
+                    yield node
+        offered = data.get("itemOffered")
+        if types & {"offer", "aggregateoffer"} and isinstance(offered, dict):
+            # An Offer for one item (`Offer.itemOffered`): the item, with the offer as its own
+            # unless it states its own.
+            offer = {k: v for k, v in data.items() if k != "itemOffered"}
+            yield offered if "offers" in offered else {**offered, "offers": offer}
 
 
 def id_index(nodes: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -65,10 +65,10 @@ def extract_looks(
         if len(out.looks) >= MAX_LOOKS_PER_PAGE:
             out.problems.append(Problem("too_many_looks", f"kept the first {MAX_LOOKS_PER_PAGE}"))
             return out
-    for data, problem in load_scripts(tree) if scripts is None else scripts:
-        if problem:
-            out.problems.append(problem)
-        for node in top_nodes(data) if data is not None else []:
+    for script in load_scripts(tree) if scripts is None else scripts:
+        if script.problem:
+            out.problems.append(script.problem)
+        for node in top_nodes(script.data) if script.data is not None else []:
             look = _look_from_jsonld(node, url, published)
             if look is not None and look.photo_url not in seen_photos:
                 seen_photos.add(look.photo_url)

@@ -359,7 +359,7 @@ def fill_stated(
 ) -> None:
     """What a page's one structured product leaves out or states as the former price, from the
     page itself: the id a `data-product-id`, the markup or a labelled line and the URL both state
-    (the URL-path key stays an alias), the stock a stock element shows, the category its
+    (the URL-path key stays an alias), else the id a label names ("SKU: …"), the stock a stock element shows, the category its
     breadcrumb element shows, the price its Product element shows when the markup has no offer,
     the sale price the page charges. Never invents."""
     if product.sources.get("product_id") == "url":
@@ -378,6 +378,17 @@ def fill_stated(
     body = tree.find("body")
     if body is None:
         return
+    if product.sources.get("product_id") in ("url", "url:item-number"):
+        # Still keyed by its URL: the id a label of the page names ("SKU: AC452FA14DSVSNAFAMZ" in
+        # Jumia's specification table, eBay's "eBay item number: 403760625150"), as the fallback
+        # reads it, before the URL's path or its number (which stays an alias).
+        from lookbench_live.scrapers.extract.html_fallback import page_labelled_id
+
+        labelled = page_labelled_id(body)
+        if labelled and labelled != product.product_id:
+            product.id_aliases = list(dict.fromkeys([*product.id_aliases, product.product_id]))
+            product.product_id = labelled
+            product.sources["product_id"] = "html:label"
     from lookbench_live.scrapers.extract.html_fallback import page_breadcrumb, page_cards, page_stock
 
     cards = page_cards(body) if cards is None else cards  # read once: each rule leaves cards out

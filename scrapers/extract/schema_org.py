@@ -18,6 +18,7 @@ from lxml import html as lxml_html
 
 from lookbench_live.scrapers.extract.conventions import property_value
 from lookbench_live.scrapers.extract.jsonld import (
+    Script,
     id_index,
     load_script,
     load_scripts,
@@ -61,9 +62,14 @@ def extract_schema_org(
     text: str,
     url: str,
     tree: lxml_html.HtmlElement | None = None,
-    scripts: list[tuple[Any, Problem | None]] | None = None,
+    scripts: list[Script] | None = None,
+    *,
+    earlier: bool = False,
 ) -> Extraction:
-    """Products of one HTML page. Bad JSON-LD scripts are counted in `problems`, never fatal."""
+    """Products of one HTML page. Bad JSON-LD scripts are counted in `problems`, never fatal.
+    `earlier`: as the rules before issue 27's twelfth round read it (no repaired script, no
+    product stated in place as a page's `mainEntity` or an offer's `itemOffered`, a product
+    stated twice read twice), for the key those rules gave (`_earlier_keys`)."""
     out = Extraction(platform="schema_org")
     if tree is None:
         from lookbench_live.scrapers.extract.jsonld import parse_tree
@@ -75,13 +81,32 @@ def extract_schema_org(
     metas = _Metas(tree)
     lang = _page_lang(tree, metas)
     canonical = _canonical(tree, url, metas)
+    scripts = load_scripts(tree) if scripts is None else scripts
+    if earlier:
+        scripts = [s for s in scripts if not s.repaired]
     nodes: list[dict[str, Any]] = []
-    for data, problem in load_scripts(tree) if scripts is None else scripts:
-        if problem:
-            out.problems.append(problem)
-        if data is not None:
-            nodes.extend(top_nodes(data))
+    for script in scripts:
+        if script.problem:
+            out.problems.append(script.problem)
+        if script.data is not None:
+            nodes.extend(top_nodes(script.data, in_place=not earlier))
     products = [n for n in nodes if type_names(n) & PRODUCT_TYPES]
+    if not earlier:
+        # A page that states its product twice, word for word (a theme's script and an app's,
+        # or in place as the page's `mainEntity` and again on its own), states one product.
+        stated = [{k: v for k, v in n.items() if k != "@context"} for n in products]
+        products = [n for i, n in enumerate(products) if stated[i] not in stated[:i]]
+    read_anew = not earlier and (
+        any(s.repaired for s in scripts)
+        or products
+        != [
+            n
+            for s in scripts
+            if s.data is not None
+            for n in top_nodes(s.data, in_place=False)
+            if type_names(n) & PRODUCT_TYPES
+        ]
+    )
     source = "jsonld"
     if not products:
         products = _microdata_products(tree, url)
@@ -154,7 +179,22 @@ def extract_schema_org(
             # star rating (the New York Times' `CreativeWork Product`, a review's rated item):
             # the page says it is an article, and no price anywhere says anything is sold here.
             out.problems.append(Problem("article_not_product", out.products.pop().title or ""))
+    if read_anew and out.products:
+        _earlier_keys(out.products, extract_schema_org(text, url, tree, scripts, earlier=True))
     return out
+
+
+def _earlier_keys(products: list[NormalizedProduct], before: Extraction) -> None:
+    """A page's JSON-LD that the earlier rules could not read (a repaired script, a product stated
+    in place, one stated twice) gives its product a key they did not: a product the lake holds
+    under the key they gave the page's one product keeps it (`id_aliases`)."""
+    if len(before.products) != 1:
+        return
+    kept = [before.products[0].product_id, *before.products[0].id_aliases]
+    for product in products:
+        product.id_aliases = list(dict.fromkeys([*product.id_aliases, *kept]))
+        if product.product_id in product.id_aliases:
+            product.id_aliases.remove(product.product_id)
 
 
 # What a Product states when a shop sells it, even out of stock and with no price (an offer, an
@@ -205,6 +245,14 @@ def _fill_from_fields(
         if product.material:
             product.sources["material"] = "html:field"
     body = tree.find("body")
+    if not product.material and "material" not in varying and whole_page and body is not None:
+        # A specification table's "Main Material" | "Cotton": a field the page states as its
+        # product's (the markup's description "Cotton materialLiner length…" states none).
+        from lookbench_live.scrapers.extract.html_fallback import page_field_material
+
+        product.material = page_field_material(body, cards)
+        if product.material:
+            product.sources["material"] = "html:field"
     if not product.material and "material" not in varying and body is not None:
         from lookbench_live.scrapers.extract.html_fallback import page_composition
 
@@ -473,7 +521,7 @@ def _state_offer(tree: lxml_html.HtmlElement, lang: str | None) -> tuple[Decimal
         kind = (script.get("type") or "").split(";")[0].strip().lower()
         if kind == "application/ld+json" or not kind.endswith("json"):
             continue
-        data, _ = load_script(script.text or "")
+        data = load_script(script.text or "").data
         stack: list[tuple[Any, int]] = [(data, 0)]
         while stack and len(pairs) < 2:
             item, depth = stack.pop()

@@ -71,11 +71,12 @@ def test_an_enabled_add_to_cart_means_in_stock():
     assert (product.price, product.currency) == (Decimal("59.99"), "USD")
     assert product.availability == "InStock"
     assert product.sources["availability"] == "html:buy-control"
-    # Real pages: jumia.com.eg's "Buy now" button named `-add-to-cart`; herobabystore's
-    # BigCommerce form `#productDetailsAddToCartForm` posting to `cart.php` with an image button.
+    # Real pages: jumia.com.eg's "Buy now" button named `-add-to-cart` (its JSON-LD, read since
+    # the twelfth round, states the stock: left out here); herobabystore's BigCommerce form
+    # `#productDetailsAddToCartForm` posting to `cart.php` with an image button.
     for name in ("portia_jumia-eg-activ-socks", "portia_herobabystore-3-fruits"):
         text, url = corpus_page(name)
-        (found,) = page_products(text, url)
+        (found,) = page_products(text.replace("application/ld+json", "text/plain"), url)
         assert (found.availability, found.sources["availability"]) == ("InStock", "html:buy-control")
 
 

@@ -1,0 +1,272 @@
+"""Issue 27, twelfth round: JSON-LD as templates write it. A script `json.loads` refuses (a quote
+left unescaped in a name or a description, a comma left out, PHP's `\\'`, a block comment, a
+byte-order mark, two objects back to back, a closer too many or too few) is read after repairs
+that keep every character of every value; a product stated in place as a page's `mainEntity` or
+an offer's `itemOffered` is read; a product stated twice is one product. A product these rules
+read for the first time keeps the key the earlier rules gave its page (`id_aliases`). Then what a
+structured product's page states beside its markup: a labelled id ("SKU", "Item #") before the
+URL's number, a specification table's material. Each on real dev payloads of tests/corpus where
+one exists, on a small page, and where a rule must not fire."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from corpus_pages import FIRST_SEEN, corpus_product, only_product, page_products, rekeyed_lake
+
+from lookbench_live.scrapers.extract import extract_document
+from lookbench_live.scrapers.extract.jsonld import load_script, repaired
+
+URL = "https://shop.example.de/p/linen-shirt"
+PRODUCT = {
+    "@context": "https://schema.org",
+    "@type": "Product",
+    "name": "Linen Shirt",
+    "sku": "LS-1",
+    "brand": {"@type": "Brand", "name": "Acme"},
+    "offers": {"@type": "Offer", "price": "49.00", "priceCurrency": "EUR"},
+}
+SCRIPT = json.dumps(PRODUCT)
+
+
+def _page(*scripts: str, body: str = "<h1>Linen Shirt</h1>") -> str:
+    tags = "".join(f'<script type="application/ld+json">{s}</script>' for s in scripts)
+    return f"<html><head><title>Linen Shirt</title>{tags}</head><body>{body}</body></html>"
+
+
+def _facts(text: str, url: str = URL) -> tuple:
+    product = only_product(text, url)
+    return (
+        product.platform,
+        product.title,
+        str(product.price),
+        product.currency,
+        product.brand,
+        product.product_id,
+    )
+
+
+# --------------------------------------------------------------------------- repairs
+
+
+@pytest.mark.parametrize(
+    ("written", "title"),
+    [
+        # An inch mark in a name, a description's HTML attributes: quotes the template left as is.
+        (SCRIPT.replace('"Linen Shirt"', '"Linen Shirt 12" Wide"'), 'Linen Shirt 12" Wide'),
+        (SCRIPT.replace('"Linen Shirt"', '"The "Riviera" Linen Shirt"'), 'The "Riviera" Linen Shirt'),
+        (
+            SCRIPT.replace('"sku"', '"description": "<p class="lead">Soft</p>", "sku"'),
+            "Linen Shirt",
+        ),
+        (SCRIPT.replace('"Linen Shirt"', '"Linen Shirt 12", Wide"'), 'Linen Shirt 12", Wide'),
+        # PHP's addslashes: `\'` is no JSON escape; nor is a backslash before another letter.
+        (SCRIPT.replace('"Linen Shirt"', '"Men\\\'s Linen Shirt"'), "Men's Linen Shirt"),
+        (SCRIPT.replace('"Linen Shirt"', '"Linen\\Shirt"'), "Linen\\Shirt"),
+        # A comma a template left out between two members, or two values of a list.
+        (SCRIPT.replace('"sku": "LS-1",', '"sku": "LS-1"\n'), "Linen Shirt"),
+        (SCRIPT.replace('"name"', '"image": ["a.jpg" "b.jpg"], "name"'), "Linen Shirt"),
+        # A block comment, a byte-order mark, a no-break space between tokens.
+        ("/* product */" + SCRIPT, "Linen Shirt"),
+        ("\ufeff" + SCRIPT, "Linen Shirt"),
+        (SCRIPT.replace(', "sku"', ',\u00a0"sku"'), "Linen Shirt"),
+        # Two objects in one script, back to back or comma-separated.
+        ('{"@type": "Organization", "name": "Acme"}' + SCRIPT, "Linen Shirt"),
+        ('{"@type": "Organization", "name": "Acme"},\n' + SCRIPT, "Linen Shirt"),
+        # A closer too many after the object, or the last one left out.
+        (SCRIPT + "\n}", "Linen Shirt"),
+        (SCRIPT[:-1], "Linen Shirt"),
+    ],
+)
+def test_a_script_as_a_template_wrote_it_states_its_product(written, title):
+    with pytest.raises(ValueError):
+        json.loads(written, strict=False)  # what the earlier rules refused
+    assert _facts(_page(written)) == ("schema_org", title, "49.00", "EUR", "Acme", "LS-1")
+    assert load_script(written).repaired
+
+
+def test_repairs_keep_the_values_as_written_and_never_touch_valid_json():
+    # Every string of a valid script is read as JSON reads it, whatever it holds.
+    tricky = dict(PRODUCT, description='Size 12" /* not a comment */ \\ \u00a0 "quoted", end')
+    script = load_script(json.dumps(tricky))
+    assert script.data == tricky and not script.repaired
+    # A repaired script's values are its characters, quotes and slashes included.
+    written = '{"@type": "Product", "name": "Pan 12" Round", "url": "https://x.example/p?a=1//b"}'
+    assert repaired(written) == {
+        "@type": "Product",
+        "name": 'Pan 12" Round',
+        "url": "https://x.example/p?a=1//b",
+    }
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        SCRIPT[: SCRIPT.index("Linen") + 3],  # cut off inside a value: its text is not the page's
+        '{"@type": "Product", "name": }',
+        "{ & #34;@context&# 34;: & #34;https://schema.org&# 34; }",  # entities mangled by a CMS
+        "var product = {name: 'Linen Shirt'};",  # a script, not JSON
+        '{"name": "x"' + ' "a"' * 40 + "}",  # more repairs than a template's slips
+    ],
+)
+def test_what_no_repair_makes_json_is_refused_with_its_reason(garbage):
+    script = load_script(garbage)
+    assert script.data is None and script.problem is not None
+    assert script.problem.reason == "invalid_jsonld"
+    assert not page_products(_page(garbage), URL)
+
+
+def test_a_script_ending_mid_value_stays_refused_beside_a_good_one():
+    # S7: one bad script never hides a good one, and a cut-off one states nothing.
+    cut = '{"@type": "Product", "name": "Linen Sh'
+    products = page_products(_page(cut, SCRIPT), URL)
+    assert [p.title for p in products] == ["Linen Shirt"]
+
+
+def test_real_hm_breadcrumb_with_a_closer_too_many_is_read():
+    # H&M's BreadcrumbList script ends `…]}\n\t}`: the earlier rules refused it. Its Product's own
+    # `category` still names the product's category.
+    product = corpus_product("page_greendb_hm-fr-pant-encoding")
+    assert product.category_path == ["Denim"] and product.product_id == "1045436003"
+    from corpus_pages import corpus_page
+
+    from lookbench_live.scrapers.extract.jsonld import jsonld_scripts, parse_tree
+
+    text, _ = corpus_page("page_greendb_hm-fr-pant-encoding")
+    crumbs = load_script(jsonld_scripts(parse_tree(text))[0])
+    assert crumbs.repaired and crumbs.data["@type"] == "BreadcrumbList"
+    assert [i["name"] for i in crumbs.data["itemListElement"]][:3] == ["HM.com", "Homme", "Shorts"]
+
+
+# --------------------------------------------------------------------------- where the product is
+
+
+def test_a_product_stated_in_place_as_the_pages_main_entity_is_read():
+    # Jumia Egypt (2016): `{"@type": "ItemPage", "breadcrumb": …, "mainEntity": {"@type":
+    # "Product", …}}` is the page's only product markup; its specification table states the SKU
+    # and the material the markup leaves out.
+    product = corpus_product("portia_jumia-eg-activ-socks")
+    assert product.platform == "schema_org"
+    assert (product.title, str(product.price), product.currency, product.brand) == (
+        "Striped Liner Socks - Yellow, White & Navy Blue",
+        "19.00",
+        "EGP",
+        "Activ",
+    )
+    assert product.product_id == "AC452FA14DSVSNAFAMZ" and product.material == "Cotton"
+    inner = {k: v for k, v in PRODUCT.items() if k != "@context"}
+    for page in (
+        {"@context": "https://schema.org", "@type": "ItemPage", "mainEntity": inner},
+        {"@context": "https://schema.org", "@graph": [{"@type": "WebPage", "mainEntity": inner}]},
+    ):
+        assert _facts(_page(json.dumps(page)))[1:] == ("Linen Shirt", "49.00", "EUR", "Acme", "LS-1")
+
+
+def test_a_listing_or_an_article_a_page_is_about_is_no_product():
+    listing = {
+        "@context": "https://schema.org",
+        "@type": "CollectionPage",
+        "mainEntity": {
+            "@type": "ItemList",
+            "itemListElement": [
+                {"@type": "ListItem", "position": 1, "item": dict(PRODUCT, url="https://shop.example.de/p/a")}
+            ],
+        },
+    }
+    article = {
+        "@context": "https://schema.org",
+        "@type": "WebPage",
+        "mainEntity": {"@type": "Article", "headline": "Hi"},
+    }
+    assert not page_products(_page(json.dumps(listing)), URL)
+    assert not page_products(_page(json.dumps(article)), URL)
+    # `WebPage.mainEntity` as a list of lists: only its product items are read.
+    page = {"@context": "https://schema.org", "@type": "WebPage", "mainEntity": [{"@id": "#x"}, PRODUCT]}
+    assert _facts(_page(json.dumps(page)))[1] == "Linen Shirt"
+
+
+def test_an_offer_for_one_item_gives_the_item_with_that_offer():
+    offer = {
+        "@context": "https://schema.org",
+        "@type": "Offer",
+        "price": "49.00",
+        "priceCurrency": "EUR",
+        "itemOffered": {"@type": "Product", "name": "Linen Shirt", "sku": "LS-1"},
+    }
+    assert _facts(_page(json.dumps(offer)))[1:4] == ("Linen Shirt", "49.00", "EUR")
+    aggregate = dict(offer, **{"@type": "AggregateOffer", "lowPrice": "39.00", "highPrice": "59.00"})
+    del aggregate["price"]
+    assert _facts(_page(json.dumps(aggregate)))[2] == "39.00"
+    # An item with offers of its own keeps them.
+    own = dict(
+        offer, itemOffered=dict(PRODUCT, offers={"@type": "Offer", "price": "45.00", "priceCurrency": "EUR"})
+    )
+    assert _facts(_page(json.dumps(own)))[2] == "45.00"
+
+
+def test_a_product_stated_twice_word_for_word_is_one_product_with_its_sku():
+    # A theme's script and an app's, or the product in place and again on its own: the earlier
+    # rules took the two for variants and keyed them by the URL's path.
+    (twice,) = page_products(_page(SCRIPT, SCRIPT), URL)
+    assert twice.product_id == "LS-1" and twice.variants == []
+    assert twice.id_aliases == ["/p/linen-shirt"]  # the lake's key for it until now
+    inner = {k: v for k, v in PRODUCT.items() if k != "@context"}
+    main = json.dumps({"@context": "https://schema.org", "@type": "WebPage", "mainEntity": inner})
+    (in_place,) = page_products(_page(SCRIPT, main), URL)
+    assert in_place.product_id == "LS-1" and in_place.variants == [] and in_place.id_aliases == []
+    # Two different products of one name stay a variant group.
+    other = json.dumps(dict(PRODUCT, sku="LS-2", color="Navy"))
+    (group,) = page_products(_page(SCRIPT, other), URL)
+    assert len(group.variants) == 2
+
+
+def test_a_product_read_anew_keeps_the_key_its_page_had_in_the_lake(tmp_path):
+    # The earlier rules read this page's visible HTML (no JSON-LD they could parse) and keyed
+    # it by its labelled "Art.-Nr."; now the repaired script gives the markup's sku.
+    body = '<h1>Linen Shirt</h1><span class="price">49,00 €</span><p>Art.-Nr.: 77123</p><button>In den Warenkorb</button>'
+    broken = SCRIPT.replace('"Linen Shirt"', '"Linen Shirt 12" Wide"')
+    earlier = only_product(_page("{" + SCRIPT, body=body), URL)  # unreadable however repaired
+    assert earlier.platform == "html" and earlier.product_id == "77123"
+    product = only_product(_page(broken, body=body), URL)
+    assert product.platform == "schema_org" and product.product_id == "LS-1"
+    assert "77123" in product.id_aliases
+    rows = rekeyed_lake(tmp_path, product, "77123", "shop.example.de", price="45.00")
+    assert {r["product_id"] for r in rows} == {"77123"}
+    assert min(r["first_seen_at"] for r in rows) == FIRST_SEEN
+
+
+# --------------------------------------------------------------------------- beside the markup
+
+
+def test_a_structured_product_without_an_id_takes_the_id_a_label_names():
+    # eBay's "eBay item number: 403760625150" (the Twitter card's URL number was another), The
+    # RealReal's "Item # GUC1984620" (the URL's slug before).
+    assert corpus_product("webshop_ebay-com-puma-rs-dreamer-auction").product_id == "403760625150"
+    realreal = corpus_product("c3_therealreal-gucci-double-g-marmont-small")
+    assert realreal.product_id == "GUC1984620"
+    assert "/products/women/handbags/crossbody-bags/gucci-double-g-marmont-small-tkmwf" in realreal.id_aliases
+    no_id = json.dumps({k: v for k, v in PRODUCT.items() if k != "sku"})
+    body = "<h1>Linen Shirt</h1><dl><dt>SKU</dt><dd>LS-77</dd></dl>"
+    product = only_product(_page(no_id, body=body), URL)
+    assert product.product_id == "LS-77" and product.sources["product_id"] == "html:label"
+    # Never over an id the markup states, and no label: the URL's key.
+    assert only_product(_page(SCRIPT, body=body), URL).product_id == "LS-1"
+    assert only_product(_page(no_id), URL).product_id == "/p/linen-shirt"
+
+
+def test_a_structured_products_material_from_its_specification_table():
+    no_material = json.dumps(PRODUCT)
+    table = "<h1>Linen Shirt</h1><table><tr><td>Main Material</td><td>Linen</td></tr></table>"
+    assert only_product(_page(no_material, body=table), URL).material == "Linen"
+    # A material the markup states wins; a value that is no material is none.
+    stated = json.dumps(dict(PRODUCT, material="Cotton"))
+    assert only_product(_page(stated, body=table), URL).material == "Cotton"
+    odd = table.replace("<td>Linen</td>", "<td>Bikini Bademoden</td>")
+    assert only_product(_page(no_material, body=odd), URL).material is None
+
+
+def test_extract_document_counts_no_problem_for_a_repaired_script():
+    broken = SCRIPT.replace('"Linen Shirt"', '"Linen Shirt 12" Wide"')
+    extraction = extract_document(_page(broken), URL, looks=False)
+    assert extraction.problems == [] and extraction.products[0].title == 'Linen Shirt 12" Wide'
