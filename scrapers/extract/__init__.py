@@ -21,7 +21,7 @@ from lookbench_live.scrapers.extract.model import (
 )
 from lookbench_live.scrapers.extract.schema_org import extract_schema_org
 from lookbench_live.scrapers.extract.shopify import extract_shopify, is_shopify_payload
-from lookbench_live.scrapers.extract.values import known_brand
+from lookbench_live.scrapers.extract.values import known_brand, stand_in_picture, whole_amount
 from lookbench_live.scrapers.extract.woocommerce import extract_woocommerce, is_woocommerce_payload
 
 __all__ = [
@@ -106,6 +106,13 @@ def extract_document(text: str, url: str, *, looks: bool = True) -> Extraction:
         if product.brand and known_brand(product.brand) is None:
             product.brand = None  # "Brand: Unbranded" says the item has none
             product.sources.pop("brand", None)
+        if any(stand_in_picture(u) for u in product.images):
+            product.images = [u for u in product.images if not stand_in_picture(u)]
+            if not product.images:
+                product.sources.pop("image", None)
+        product.price = whole_amount(product.price, product.currency)
+        product.price_max = whole_amount(product.price_max, product.currency)
+        product.compare_at_price = whole_amount(product.compare_at_price, product.currency)
     return extraction
 
 

@@ -20,8 +20,9 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   or, for a price block that also shows a former, lowest or coupon
   price, the amount its own `data-price-value` / `data-price-amount` / `data-price` / `content`
   states as its text writes it ("32 990 Kč"); never one labelled "List Price:" / "RRP" / "UVP",
-  struck through (`a-text-strike`, `data-a-strike`), under a list-price element, or in other
-  sellers' offers (Amazon's `#mbc`). Only when no element names a price, on a product page whose
+  struck through (`a-text-strike`, `data-a-strike`), under a list-price element, in a table
+  column headed as a list or reference price ("List price", "MSRP", "参考基準価格":
+  `_column_header`), or in other sellers' offers (Amazon's `#mbc`). Only when no element names a price, on a product page whose
   title is its `<h1>`: the first element after that `<h1>` whose whole text is one amount with a
   currency ("249 kronor"), never a unit price ("83 kr/l"), a struck one or a card's
   (`html:header-price`: a script-built product header).
@@ -60,7 +61,9 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   labelled id is the print edition's ISBN); an element named for a code whose value the URL keys
   by; a short element "Nr 262708" whose number the URL keys by (`conventions.url_keyed_number`).
   "Art.No. 77-3066" after the other labels; then an element named for the item's code holding it
-  ("Item: SB00260" in `div.item-code`: `html:code-element`). A product keyed by the URL's item number or an
+  ("Item: SB00260" in `div.item-code`: `html:code-element`); then, after a "Part #", the id the
+  page's own add-to-cart form posts (Magento's hidden `product`, PrestaShop's `id_product`,
+  WooCommerce's `add-to-cart`: `cart_form_id`, `html:cart-form`). A product keyed by the URL's item number or an
   "Art.No." (rules added after the lake's first products) keeps its URL key as an alias.
 - availability: `itemprop="availability"`, `og:availability`, else the text of an element whose
   id/class names availability or stock (Amazon's `.availGreen`) ("In Stock", "Auf Lager", "En
@@ -244,7 +247,7 @@ _PART_NO_LABEL = re.compile(
     r"(?P<id>(?=[\w-]*\d)[A-Z0-9][A-Z0-9_-]{3,30})\b(?!\s*,)"
 )
 _NEWER_ID_SOURCES = frozenset(
-    {"url:item-number", "html:label-art-no", "html:label-part-no", "html:code-element"}
+    {"url:item-number", "html:label-art-no", "html:label-part-no", "html:code-element", "html:cart-form"}
 )
 # In the languages whose add-to-cart words `conventions.ADD_TO_CART` reads: a page that says one
 # of these sells nothing now, whatever button it keeps.
@@ -403,6 +406,9 @@ def html_product(
     product_id = product_id or _pick(sources, "product_id", _code_element(body, cards), "html:code-element")
     product_id = product_id or _pick(sources, "product_id", _part_number(shown()), "html:label-part-no")
     product_id = product_id or _pick(
+        sources, "product_id", cart_form_id(body, cards, canonical), "html:cart-form"
+    )
+    product_id = product_id or _pick(
         sources, "product_id", keyed_number or url_keyed_number(body, canonical), "html:number"
     )
     product_id = product_id or _pick(sources, "product_id", url_item_id(canonical), "url:item-number")
@@ -502,6 +508,10 @@ _LOCAL = {
 
 
 _COUNTRY_SEGMENTS = frozenset({"us", "au", "nz", "sg", "hk", "mx"})
+# A language tag without a region whose language is a nation's own and no other's, for the
+# signs `_LOCAL` reads: "¥" on a `lang="ja"` page is yen, "kr" on a `lang="sv"` page kronor
+# (Finland's Swedish speakers pay in euros, which no shop writes "kr").
+_ONE_COUNTRY_LANGUAGES = {"ja": "JP", "sv": "SE", "nb": "NO", "nn": "NO", "no": "NO", "da": "DK", "is": "IS"}
 
 
 def market_region(lang: str | None, url: str | None) -> str | None:
@@ -511,6 +521,9 @@ def market_region(lang: str | None, url: str | None) -> str | None:
     found = re.fullmatch(r"[A-Za-z]{2,3}[-_]([A-Za-z]{2})", (lang or "").strip())
     if found:
         return found.group(1).upper()
+    spoken = _ONE_COUNTRY_LANGUAGES.get((lang or "").strip().lower())
+    if spoken:
+        return spoken
     # A store's locale in its path (`adidas.com/us/…`, `uniqlo.com/us/en/…`, `/en-us/`): a
     # language-country pair, or a bare segment that can only be a country (not "ca": Catalan).
     for segment in urlsplit(url or "").path.lower().split("/")[1:3]:
@@ -1258,6 +1271,9 @@ def _other_price(element: lxml_html.HtmlElement, text: str) -> bool:
     named for one ("list-price-label" around "price-value"), or it holds a struck-through amount."""
     if _OTHER_PRICE_LABEL.match(text):
         return True
+    header = _column_header(element)
+    if header and (_OTHER_PRICE_LABEL.match(header) or _REFERENCE_HEADER.search(header)):
+        return True  # a table's "参考基準価格" or "List Price" column: another price than the one charged
     for above in list(element.iterancestors())[:2]:
         if _LIST_PRICE_HINT.search(_hint(above)):
             return True
@@ -1267,6 +1283,31 @@ def _other_price(element: lxml_html.HtmlElement, text: str) -> bool:
         isinstance(d.tag, str) and ("strike" in _hint(d).lower() or d.get("data-a-strike") == "true")
         for d in element.iter()
     )
+
+
+# A price table's column for a price other than the one charged: a list, retail or reference
+# price (MonotaRO's "参考基準価格(税別)" before "販売価格(税別)"), a manufacturer's suggested one.
+_REFERENCE_HEADER = re.compile(r"(?i)list price|retail price|msrp|rrp|uvp|reference price|参考|定価|希望小売")
+
+
+def _column_header(element: lxml_html.HtmlElement) -> str | None:
+    """The header text of the table column a price element sits in (the `<th>` of its table's
+    head row at the cell's place), or None outside a table with a head row."""
+    cell = next(
+        (a for a in itertools.islice((element, *element.iterancestors()), 5) if a.tag in ("td", "th")), None
+    )
+    row = cell.getparent() if cell is not None else None
+    table = next(row.iterancestors("table"), None) if row is not None else None
+    if table is None:
+        return None
+    head = next(
+        (r for r in table.iter("tr") if all(c.tag == "th" for c in r if isinstance(c.tag, str))), None
+    )
+    if head is None or head is row:
+        return None
+    place = [c for c in row if isinstance(c.tag, str)].index(cell)
+    headers = [c for c in head if isinstance(c.tag, str)]
+    return _text(headers[place]) if place < len(headers) else None
 
 
 def _other_offers(element: lxml_html.HtmlElement) -> bool:
@@ -2356,6 +2397,35 @@ def _buy_controls(
         if named or (label and len(label) < 60 and _BUY.search(label)):
             found.append(element)
     return found
+
+
+# The fields an add-to-cart form posts the product's id in: Magento's `product`, BigCommerce's
+# and OpenCart's `product_id`, PrestaShop's `id_product`, WooCommerce's `add-to-cart` (a hidden
+# field or the button's value), osCommerce's `products_id`. Not Shopify's `id`: a variant's.
+_CART_ID_FIELDS = frozenset(
+    {"product", "product_id", "productid", "id_product", "add-to-cart", "products_id"}
+)
+
+
+def cart_form_id(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement], url: str) -> str | None:
+    """The id the page's own add-to-cart form posts for its product (`<input type="hidden"
+    name="product" value="14051">` in Magento's `#product_addtocart_form`), when all such forms
+    outside product cards post one id: the shop's own key for the product the page sells."""
+    forms = {
+        control if control.tag == "form" else next(control.iterancestors("form"), None)
+        for control in _buy_controls(body, cards, url)
+    }
+    ids = set()
+    for form in forms - {None}:
+        for field in form.iter("input", "button"):
+            if (field.get("name") or "").strip().lower() not in _CART_ID_FIELDS:
+                continue
+            if field.tag == "input" and control_type(field) not in ("hidden", "submit"):
+                continue
+            value = (field.get("value") or "").strip()
+            if re.fullmatch(r"(?=[\w-]*\d)[\w-]{1,40}", value):
+                ids.add(value)
+    return ids.pop() if len(ids) == 1 else None
 
 
 def _submit_controls(form: lxml_html.HtmlElement) -> Any:

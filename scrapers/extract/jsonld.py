@@ -3,7 +3,9 @@
 extruct's JSON-LD extractor stops at the first script it cannot parse (extruct#109, #143,
 #208, PR #255), so scripts are loaded here one by one with the clean-ups real pages need
 (CDATA wrappers, HTML comments, trailing semicolons, `&quot;` entities, control characters),
-and each failure is returned as a counted `Problem` (docs/reliability.md S7–S9).
+then, for a script JSON still refuses, the repairs templates call for (`repaired`: unescaped
+quotes, missing commas, PHP escapes, block comments, several objects, closers), and each failure
+is returned as a counted `Problem` (docs/reliability.md S7–S9).
 """
 
 from __future__ import annotations

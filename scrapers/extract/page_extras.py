@@ -320,14 +320,18 @@ def crumb_path(crumbs: list[tuple[Any, Any]]) -> list[str] | None:
 
 # --------------------------------------------------------------------------- sale price
 
-_OLD_HINT = re.compile(r"(?i)(?:^|[\s_-])(?:old|was|strike|before|regular)(?:$|[\s_-])|line-through")
+_OLD_HINT = re.compile(
+    r"(?i)(?:^|[\s_-])(?:old|was|strike|before|regular)(?:price)?(?:$|[\s_-])|line-through"
+)
 _BUY_HINT = re.compile(r"(?i)(?:^|[\s_-])(?:buy|sale|current|now|special|final)(?:$|[\s_-])")
 
 
 def shown_sale_price(body: lxml_html.HtmlElement, price: Decimal, lang: str | None) -> Decimal | None:
     """The price the page charges when the structured price is shown as the former one: an
     element named old / was / struck stating that price, with a sibling named buy / sale / current
-    stating one lower price. None when the page does not mark it so."""
+    stating one lower price, or else around it, in its holder's own text, one lower amount
+    (laas.vn's `<div class="pricedetail">100.000 đ<br><span class="oldprice">439.000 đ</span>`).
+    None when the page does not mark it so."""
     for element in body.iter():
         if not isinstance(element.tag, str) or not _OLD_HINT.search(element.get("class") or ""):
             continue
@@ -344,7 +348,15 @@ def shown_sale_price(body: lxml_html.HtmlElement, price: Decimal, lang: str | No
             shown = parse_price(" ".join(sibling.text_content().split()), lang=lang)
             if shown and shown < price:
                 return shown
+        own = " ".join(" ".join(t for t in (parent.text, *(c.tail for c in parent)) if t).split())
+        if own and len(_AMOUNTS.findall(own)) == 1:
+            shown = parse_price(own, lang=lang)
+            if shown and shown < price:
+                return shown
     return None
+
+
+_AMOUNTS = re.compile(r"\d[\d.,\u00a0\u202f ]*")
 
 
 # --------------------------------------------------------------------------- structured products
@@ -384,11 +396,17 @@ def fill_stated(
         # reads it, before the URL's path or its number (which stays an alias).
         from lookbench_live.scrapers.extract.html_fallback import page_labelled_id
 
-        labelled = page_labelled_id(body)
+        labelled, source = page_labelled_id(body), "html:label"
+        if not labelled:
+            # No label: the id the page's own add-to-cart form posts (Magento's hidden `product`).
+            from lookbench_live.scrapers.extract.html_fallback import cart_form_id, page_cards
+
+            cards = page_cards(body) if cards is None else cards
+            labelled, source = cart_form_id(body, cards, canonical), "html:cart-form"
         if labelled and labelled != product.product_id:
             product.id_aliases = list(dict.fromkeys([*product.id_aliases, product.product_id]))
             product.product_id = labelled
-            product.sources["product_id"] = "html:label"
+            product.sources["product_id"] = source
     from lookbench_live.scrapers.extract.html_fallback import page_breadcrumb, page_cards, page_stock
 
     cards = page_cards(body) if cards is None else cards  # read once: each rule leaves cards out

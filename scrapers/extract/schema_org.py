@@ -113,7 +113,9 @@ def extract_schema_org(
         nodes.extend(products)
         source = "microdata"
     index = id_index(nodes)
-    groups = _group(products, index)
+    groups = _group(products, index, by_name=not earlier)
+    # Variants grouped by the group they name (rules of the twelfth round) key the page anew.
+    read_anew = read_anew or (not earlier and groups != _group(products, index, by_name=False))
     page_text = _page_text(tree) if len(groups) == 1 else None
     varying = _varying(tree)
     breadcrumbs = _breadcrumbs(nodes) or _breadcrumbs([*nodes, *microdata_breadcrumbs(tree, url)])
@@ -397,7 +399,10 @@ def _fill_from_meta(
 ) -> None:
     """What a malformed or partial JSON-LD offer lost, from the page's OpenGraph / `product:`
     meta: price with its currency, images, colour and material fields; a missing title or brand
-    from the page's own heading. Never overrides."""
+    from the page's own heading. Never overrides, but for the site's own name after the markup's
+    product name ("Nhẫn cầu hôn Tiny Bauquet NCH1310 - TIERRA" where `og:site_name` is "TIERRA":
+    a template that fills the name from the page's `<title>`)."""
+    product.title = without_site_name(product.title, clean_title(metas.first("og:site_name")))
     amount = metas.first("product:price:amount") or metas.first("og:price:amount")
     currency = _currency(metas.first("product:price:currency") or metas.first("og:price:currency"))
     price = parse_price(amount, lang=lang)
@@ -553,9 +558,10 @@ def _currency(value: str | None) -> str | None:
 
 
 def _group(
-    products: list[dict[str, Any]], index: dict[str, dict[str, Any]]
+    products: list[dict[str, Any]], index: dict[str, dict[str, Any]], *, by_name: bool = True
 ) -> list[tuple[dict[str, Any] | None, list[dict[str, Any]]]]:
-    """(group node or None, member nodes) per item on the page."""
+    """(group node or None, member nodes) per item on the page; `by_name`: a ProductGroup's
+    members include the products that name it as their group (`_names_group`)."""
     groups: list[tuple[dict[str, Any] | None, list[dict[str, Any]]]] = []
     used: set[int] = set()
     for node in products:
@@ -566,6 +572,12 @@ def _group(
                     resolved = index.get(variant.get("@id"), variant) if len(variant) == 1 else variant
                     members.append(resolved)
                     used.add(id(resolved))
+            # Variants that name their group instead (`isVariantOf: {"@id": "#era-100-base"}`,
+            # `inProductGroupWithID`): schema.org's other way to write the same group.
+            for other in products:
+                if by_name and id(other) not in used and other is not node and _names_group(other, node):
+                    members.append(other)
+                    used.add(id(other))
             groups.append((node, members))
             used.add(id(node))
     by_key: dict[str, list[dict[str, Any]]] = {}
@@ -576,6 +588,15 @@ def _group(
     for members in by_key.values():
         groups.append((None, members))
     return groups
+
+
+def _names_group(variant: dict[str, Any], group: dict[str, Any]) -> bool:
+    """Whether a product names `group` as the group it is a variant of."""
+    parent = variant.get("isVariantOf")
+    if isinstance(parent, dict) and group.get("@id") and parent.get("@id") == group["@id"]:
+        return True
+    stated = _scalar(group.get("productGroupID"))
+    return stated is not None and _scalar(variant.get("inProductGroupWithID")) == stated
 
 
 def _group_key(node: dict[str, Any]) -> str:

@@ -126,6 +126,22 @@ def without_site_name(title: str | None, site_name: str | None) -> str | None:
     return rest if len(rest) >= 2 else title
 
 
+# Currencies whose shops never price in fractions, nor below a thousand units (a thousand dong,
+# rupiah, won or guaraní is cents): "439.000" in one is 439 000, a dot before a group of three.
+_THOUSANDS_ONLY = frozenset({"VND", "IDR", "KRW", "PYG"})
+
+
+def whole_amount(price: Decimal | None, currency: str | None) -> Decimal | None:
+    """`price` read again for its currency: "439.000 ₫" on a page whose language tag says
+    English (`parse_price` read it as 439) is 439 000 dong; any other price as it was."""
+    if price is None or currency not in _THOUSANDS_ONLY:
+        return price
+    exponent = price.as_tuple().exponent
+    if exponent == -3 and 0 < price < 1000:
+        return price.scaleb(3)
+    return price
+
+
 def parse_price(value: Any, *, minor_unit: int | None = None, lang: str | None = None) -> Decimal | None:
     """A price as a Decimal, or None when there is none.
 
@@ -477,13 +493,32 @@ def image_urls(value: Any, base: str | None) -> list[str]:
                 if item.get(key):
                     visit(item[key], depth + 1)
                     return
-        else:
+        elif not (isinstance(item, str) and _PLACEHOLDER.fullmatch(item.strip())):
             url = absolute_url(item, base)
             if url and url not in out:
                 out.append(url)
 
     visit(value)
     return out
+
+
+def stand_in_picture(url: str) -> bool:
+    """Whether an image URL's file is a shop's stand-in for a missing photo ("noimage.gif",
+    "no-image-available.png", "placeholder.jpg", "image-coming-soon.png"): no picture of the product."""
+    name = urlsplit(url).path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    return bool(_STAND_IN.fullmatch(name))
+
+
+_STAND_IN = re.compile(
+    r"(?i)(?:[a-z]{0,12}[-_ ]?)?(?:no[-_ ]?(?:image|img|photo|picture|pic|foto|bild|imagen|immagine)s?|"
+    r"placeholders?|(?:image|photo|picture)[-_ ]?(?:coming[-_ ]?soon|not[-_ ]?available|unavailable|missing))"
+    r"(?:[-_ ]?(?:available|found|yet|large|small|medium|thumb|default|\d+(?:x\d+)?|[a-z]{2}))*"
+)
+
+
+# What a template writes where it failed to fill an image in: PHP's "Array", JavaScript's
+# "undefined" or "[object Object]", an unrendered "{{ image }}": no path, no file name, no URL.
+_PLACEHOLDER = re.compile(r"[^/.]*|.*(?:\{\{|\{%|\[object ).*")
 
 
 # Colour and material words come from one place, the taxonomy (schema/taxonomy.json): its

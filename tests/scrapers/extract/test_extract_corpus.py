@@ -150,8 +150,8 @@ def test_corpus_is_real_sized_and_documented():
     # 12 MB until its seventh round (15 more US storefronts and pages with no product markup);
     # 13 MB until its eighth round (older shops' pages and pages that are not a product);
     # 14 MB until its ninth round (six more 2010 shops' pages); 15 MB until its eleventh (eleven
-    # pages from sources not used before).
-    assert sum(p.stat().st_size for p in payloads) < 16_000_000
+    # pages from sources not used before); 16 MB until its twelfth (fourteen more).
+    assert sum(p.stat().st_size for p in payloads) < 17_000_000
     splits = [
         json.loads(p.read_text(encoding="utf-8")).get("split", "dev")
         for p in (CORPUS / "expected").glob("*.json")
@@ -220,8 +220,10 @@ def test_every_payload_names_its_public_source_and_none_is_excluded():
 # messy 1186/1292 = 91.8% (the 200 dev payloads before: 1332/1418); held-out 164/192 = 85.4%, messy
 # 110/138 = 79.7%. Eleventh round (eleven pages from sources not used before, 73/94 before its
 # rules): dev 1466/1589 = 92.3%, messy 1262/1385 = 91.1% (the 210 before unchanged); held-out
-# unchanged. The floors since.
-FLOORS = {"dev": (0.922, 0.911), "heldout": (0.854, 0.797)}
+# unchanged. Twelfth round (JSON-LD as templates write it; fourteen pages from sources not used
+# before, 79/115 before its rules, 88/114 after): dev 1557/1703 = 91.4%, messy 1353/1499 = 90.3%
+# (the 221 before: 1469/1589); held-out unchanged. The floors since.
+FLOORS = {"dev": (0.914, 0.902), "heldout": (0.854, 0.797)}
 
 
 @pytest.mark.parametrize("split", SPLITS)

@@ -16,6 +16,7 @@ import pytest
 from corpus_pages import FIRST_SEEN, corpus_product, only_product, page_products, rekeyed_lake
 
 from lookbench_live.scrapers.extract import extract_document
+from lookbench_live.scrapers.extract.html_fallback import local_currency
 from lookbench_live.scrapers.extract.jsonld import load_script, repaired
 
 URL = "https://shop.example.de/p/linen-shirt"
@@ -270,3 +271,159 @@ def test_extract_document_counts_no_problem_for_a_repaired_script():
     broken = SCRIPT.replace('"Linen Shirt"', '"Linen Shirt 12" Wide"')
     extraction = extract_document(_page(broken), URL, looks=False)
     assert extraction.problems == [] and extraction.products[0].title == 'Linen Shirt 12" Wide'
+
+
+def test_the_id_the_pages_add_to_cart_form_posts():
+    # Sweet Maria's (Magento 2, microdata with no sku): `<input type="hidden" name="product"
+    # value="14051">` in `#product_addtocart_form`; Light in the Box (no markup): the same field.
+    sweet = corpus_product("leat_sweetmarias-papua-new-guinea-honey-nebilyer-estate")
+    assert (sweet.product_id, sweet.sources["product_id"]) == ("14051", "html:cart-form")
+    assert "/papua-new-guinea-honey-process-nebilyer-estate.html" in sweet.id_aliases
+    box = corpus_product("fathom_lightinthebox-nose-shower-gel-dispenser")
+    assert box.product_id == "76723" and box.id_aliases == [
+        "/Funny-NoseShower-Gel-Dispenser--QWN146-_p76723.html"
+    ]
+    no_id = json.dumps({k: v for k, v in PRODUCT.items() if k != "sku"})
+    for fields in (
+        '<input type="hidden" name="product" value="14051">',  # Magento
+        '<input type="hidden" name="id_product" value="14051">',  # PrestaShop
+        '<button type="submit" name="add-to-cart" value="14051">Add to cart</button>',  # WooCommerce
+    ):
+        form = f'<h1>Linen Shirt</h1><form action="/checkout/cart/add/" method="post">{fields}<button type="submit">Add to cart</button></form>'
+        assert only_product(_page(no_id, body=form), URL).product_id == "14051", fields
+    # Not a variant's id (Shopify's `id`), not two forms posting different ids, not a card's form.
+    shopify = '<h1>Linen Shirt</h1><form action="/cart/add"><input type="hidden" name="id" value="4242"><button type="submit">Add to cart</button></form>'
+    assert only_product(_page(no_id, body=shopify), URL).product_id == "/p/linen-shirt"
+    two = "".join(
+        f'<form action="/checkout/cart/add/"><input type="hidden" name="product" value="{n}"><button type="submit">Add to cart</button></form>'
+        for n in (101, 102)
+    )
+    assert only_product(_page(no_id, body="<h1>Linen Shirt</h1>" + two), URL).product_id == "/p/linen-shirt"
+
+
+def test_a_group_whose_variants_name_it_is_one_product():
+    # Sonos (microdata): a ProductGroup "Era 100" (`#era-100-base`, productGroupID era-100) and
+    # variants that each name it (`isVariantOf: {"@id": "#era-100-base"}`), the black one priced
+    # 179 USD: the earlier rules gave a titled product with no price and an untitled one with it.
+    (sonos,) = page_products(*_corpus("wess_sonos-era-100"))
+    assert (sonos.title, str(sonos.price), sonos.currency, sonos.product_id) == (
+        "Era 100",
+        "179",
+        "USD",
+        "era-100",
+    )
+    group = {
+        "@type": "ProductGroup",
+        "@id": "#g",
+        "name": "Linen Shirt",
+        "productGroupID": "LS",
+        "brand": "Acme",
+    }
+    navy = {"@type": "Product", "isVariantOf": {"@id": "#g"}, "sku": "LS-N", "color": "Navy",
+            "offers": {"@type": "Offer", "price": "49.00", "priceCurrency": "EUR"}}  # fmt: skip
+    by_id = {"@type": "Product", "inProductGroupWithID": "LS", "sku": "LS-W", "color": "White",
+             "offers": {"@type": "Offer", "price": "45.00", "priceCurrency": "EUR"}}  # fmt: skip
+    graph = json.dumps({"@context": "https://schema.org", "@graph": [group, navy, by_id]})
+    (product,) = page_products(_page(graph), URL)
+    assert (product.title, product.product_id, str(product.price)) == ("Linen Shirt", "LS", "49.00")
+    assert {v["sku"] for v in product.variants} == {"LS-N", "LS-W"}
+    # A product naming another group stays apart.
+    other = dict(navy, isVariantOf={"@id": "#other"}, name="Wool Coat", sku="WC-1")
+    assert (
+        len(
+            page_products(
+                _page(json.dumps({"@context": "https://schema.org", "@graph": [group, navy, other]})), URL
+            )
+        )
+        == 2
+    )
+
+
+def _corpus(name: str) -> tuple[str, str]:
+    from corpus_pages import corpus_page
+
+    return corpus_page(name)
+
+
+# --------------------------------------------------------------------------- values
+
+
+def test_a_dot_before_three_digits_in_dong_is_a_thousands_separator():
+    # laas.vn's `lang="en-US"` (a template default) over Vietnamese text: og `product:price:amount`
+    # "439.000" VND is 439 000 dong, and the price the page charges is its "100.000 đ" beside the
+    # struck `<span class="oldprice">439.000 đ</span>`.
+    laas = corpus_product("htc_laas-ao-thun-ngan-xop-xanh-chuoi-pr1900")
+    assert (str(laas.price), laas.currency, laas.sources["price"]) == ("100000", "VND", "html:sale-price")
+    head = '<meta property="og:type" content="product"><meta property="og:title" content="Ao thun">'
+    for currency, amount, expected in (("VND", "439.000", "439000"), ("IDR", "75.000", "75000"),
+                                       ("EUR", "439.000", "439.000"), ("VND", "1439.000", "1439.000"),
+                                       ("JPY", "1.024", "1.024")):  # fmt: skip
+        meta = f'<meta property="product:price:amount" content="{amount}"><meta property="product:price:currency" content="{currency}">'
+        page = f'<html lang="en-US"><head>{head}{meta}</head><body><h1>Ao thun</h1></body></html>'
+        assert str(only_product(page, URL).price) == expected, (currency, amount)
+
+
+def test_a_bare_language_tag_of_one_nation_names_its_market_for_its_sign():
+    # Monotaro (`lang="ja"`, no region, a .com host): "￥948" is yen.
+    assert corpus_product("emsc_monotaro-asahi-oishii-mizu-rokko-2l-6").currency == "JPY"
+    body = '<h1>Linen Shirt</h1><span class="price">{}</span><button>Add to cart</button>'
+    for lang, shown, currency in (("ja", "￥948", "JPY"), ("zh", "¥948", None), ("en", "$25.00", None)):
+        page = f'<html lang="{lang}"><head><title>Linen Shirt</title></head><body>{body.format(shown)}</body></html>'
+        assert only_product(page, "https://shop.example.com/p/1").currency == currency, (lang, shown)
+    # "kr" on a Swedish, Danish, Norwegian or Icelandic page; not on a German one, nor "$" on an English one.
+    for lang, shown, currency in (("sv", "249 kr", "SEK"), ("da", "249 kr", "DKK"), ("nb", "249 kr", "NOK"),
+                                  ("is", "249 kr", "ISK"), ("de", "249 kr", None), ("en", "$25", None)):  # fmt: skip
+        assert local_currency(shown, lang, "https://shop.example.com/p/1") == currency, (lang, shown)
+
+
+def test_a_shops_stand_in_for_a_missing_photo_is_no_image():
+    # apodiscounter.de: JSON-LD `"image": "Array"` (PHP printed an array) and a gallery of
+    # `noimage.gif`: the page has no picture of the product.
+    apo = corpus_product("emsc_apodiscounter-yohimbinum-lm-3-dilution-10ml")
+    assert apo.images == [] and "image" not in apo.sources
+    for written in ("Array", "undefined", "[object Object]", "{{ product.image }}"):
+        script = json.dumps(dict(PRODUCT, image=[written, "/media/shirt.jpg"]))
+        assert only_product(_page(script), URL).images == ["https://shop.example.de/media/shirt.jpg"]
+    for stand_in in (
+        "/img/noimage.gif",
+        "/media/no-image-available.png",
+        "/placeholder.jpg",
+        "/i/image-coming-soon_600x600.png",
+    ):
+        script = json.dumps(dict(PRODUCT, image=[stand_in]))
+        assert only_product(_page(script), URL).images == [], stand_in
+    for real in ("/media/noir-dress.jpg", "/media/snow-image.jpg", "/media/photo-studio.jpg", "/media/shirt"):
+        script = json.dumps(dict(PRODUCT, image=[real]))
+        assert only_product(_page(script), URL).images == ["https://shop.example.de" + real], real
+
+
+def test_the_sites_name_after_the_markups_product_name_is_no_part_of_it():
+    # tierra.vn (Rank Math): JSON-LD name "Nhẫn cầu hôn Tiny Bauquet NCH1310 - TIERRA", og:site_name TIERRA.
+    assert (
+        corpus_product("htc_tierra-nhan-cau-hon-tiny-bauquet-nch1310").title
+        == "Nhẫn cầu hôn Tiny Bauquet NCH1310"
+    )
+    site = '<meta property="og:site_name" content="Acme">'
+    named = json.dumps(dict(PRODUCT, name="Linen Shirt - Acme"))
+    page = _page(named).replace("<title>", site + "<title>")
+    assert only_product(page, URL).title == "Linen Shirt"
+    # Another name after the dash stays; a name that is only the site's stays whole.
+    other = _page(json.dumps(dict(PRODUCT, name="Linen Shirt - Navy"))).replace("<title>", site + "<title>")
+    assert only_product(other, URL).title == "Linen Shirt - Navy"
+    alone = _page(json.dumps(dict(PRODUCT, name="Acme"))).replace("<title>", site + "<title>")
+    assert only_product(alone, URL).title == "Acme"
+
+
+def test_a_price_tables_list_price_column_is_not_the_price():
+    # MonotaRO: JSON-LD with no offer; the product's row of a price table whose columns are
+    # "参考基準価格(税別)" ￥1,950 (a reference price), "通常価格(税別)" ￥948, "販売価格(税込)" ￥1,024.
+    monotaro = corpus_product("emsc_monotaro-asahi-oishii-mizu-rokko-2l-6")
+    assert (str(monotaro.price), monotaro.currency) == ("948", "JPY")
+    no_offer = json.dumps({k: v for k, v in PRODUCT.items() if k != "offers"})
+    table = (
+        '<div itemscope itemtype="https://schema.org/Product"><h1 itemprop="name">Linen Shirt</h1>'
+        "<table><tr><th>{}</th><th>Our price</th></tr>"
+        '<tr><td><span class="price">€59.00</span></td><td><span class="price">€49.00</span></td></tr></table></div>'
+    )
+    for header, price in (("List price", "49.00"), ("MSRP", "49.00"), ("Price", "59.00")):
+        assert str(only_product(_page(no_offer, body=table.format(header)), URL).price) == price, header
