@@ -78,7 +78,8 @@ def load_script(text: str) -> Script:
             continue
         return _checked_depth(data)
     try:
-        data = repaired(attempts[1])
+        # The text as written, not `attempts[1]`: that regex drops `,]` inside values too.
+        data = repaired(cleaned)
     except RecursionError:
         return Script(None, Problem("jsonld_too_deep", "nesting beyond the parser's recursion limit"))
     if data is None:
@@ -114,7 +115,7 @@ def repaired(text: str) -> Any:
     """The data of a JSON text after the repairs above, or None when they do not make it one."""
     if len(text) > MAX_REPAIR_CHARS:
         return None
-    text = _without_block_comments(text.strip(_BLANK + " \t\r\n"))
+    text = text.strip(_BLANK + " \t\r\n")
     for _ in range(MAX_REPAIRS + 1):
         try:
             return _values(text)
@@ -131,19 +132,25 @@ def _values(text: str) -> Any:
     comma-separated); closers or semicolons after them are ignored."""
     decoder = json.JSONDecoder(strict=False)
     values: list[Any] = []
-    at = 0
+    # Positions, not slices: copying the rest of the script per value is quadratic.
+    at = _SPACE.match(text).end()
     while True:
         value, at = decoder.raw_decode(text, at)
         values.append(value)
-        rest = text[at:].lstrip()
-        if not rest.strip("}]);, \t\r\n"):
+        at = _SPACE.match(text, at).end()
+        if _CLOSERS_TO_END.match(text, at):
             return values[0] if len(values) == 1 else values
-        if rest[0] == ",":
-            rest = rest[1:].lstrip()
-        if rest[0] not in "{[":
+        if text[at] == ",":
+            at = _SPACE.match(text, at + 1).end()
+        if text[at] not in "{[":
             # Something other than another object follows: report where, for `_fix_at`.
-            raise json.JSONDecodeError("Extra data", text, len(text) - len(rest))
-        at = len(text) - len(rest)
+            raise json.JSONDecodeError("Extra data", text, at)
+
+
+_SPACE = re.compile(r"\s*")
+_CLOSERS_TO_END = re.compile(r"[}\]);, \t\r\n]*\Z")
+# A JavaScript object's unquoted key (`sku: "A1"`; not a URL's `https://`).
+_UNQUOTED_KEY = re.compile(r"[A-Za-z_$][\w$]*\s*:(?!//)")
 
 
 def _fix_at(text: str, at: int) -> str | None:
@@ -154,6 +161,11 @@ def _fix_at(text: str, at: int) -> str | None:
     char = text[at]
     if char in _BLANK:
         return text[:at] + " " + text[at + 1 :]
+    if text.startswith("/*", at):
+        # A comment between tokens (the parser stops only outside strings): a comment-like text
+        # inside a value whose quote is left unescaped stays the value's.
+        end = text.find("*/", at + 2)
+        return None if end < 0 else text[:at] + " " + text[end + 2 :]
     if char == "\\":
         following = text[at + 1 : at + 2]
         if following == "'":
@@ -165,13 +177,15 @@ def _fix_at(text: str, at: int) -> str | None:
     if before < 0:
         return None
     previous = text[before]
+    if char in "}]" and previous == ",":
+        return text[:before] + text[before + 1 :]  # a trailing comma
     if char in '"{[' and previous in _END_OF_VALUE:
         if previous == '"' and char == '"' and before + 1 == at:
             return None  # `""`: an empty string's quotes, not two values
         return text[:at] + "," + text[at:]
     if previous == '"' and char not in ",:}]":
         return text[:before] + '\\"' + text[before + 1 :]
-    if previous == "," and char not in '"}]':
+    if previous == "," and char not in '"}]' and not _UNQUOTED_KEY.match(text, at):
         # `"Pan 12", Round"`: the quote before the comma was a value's own.
         quote = len(text[:before].rstrip()) - 1
         if quote >= 0 and text[quote] == '"':
@@ -180,33 +194,6 @@ def _fix_at(text: str, at: int) -> str | None:
 
 
 _HEX4 = re.compile(r"[0-9A-Fa-f]{4}")
-
-
-def _without_block_comments(text: str) -> str:
-    """The text without `/* … */` comments outside strings."""
-    if "/*" not in text:
-        return text
-    out: list[str] = []
-    at, in_string = 0, False
-    while at < len(text):
-        char = text[at]
-        if in_string:
-            if char == "\\":
-                out.append(text[at : at + 2])
-                at += 2
-                continue
-            in_string = char != '"'
-        elif char == '"':
-            in_string = True
-        elif text.startswith("/*", at):
-            end = text.find("*/", at + 2)
-            if end < 0:
-                return text
-            at = end + 2
-            continue
-        out.append(char)
-        at += 1
-    return "".join(out)
 
 
 def _missing_closers(text: str) -> str:

@@ -349,7 +349,7 @@ def shown_sale_price(body: lxml_html.HtmlElement, price: Decimal, lang: str | No
             if shown and shown < price:
                 return shown
         own = " ".join(" ".join(t for t in (parent.text, *(c.tail for c in parent)) if t).split())
-        if own and len(_AMOUNTS.findall(own)) == 1:
+        if own and len(_AMOUNTS.findall(own)) == 1 and _ONLY_A_SIGN.fullmatch(_AMOUNTS.sub("", own)):
             shown = parse_price(own, lang=lang)
             if shown and shown < price:
                 return shown
@@ -357,6 +357,9 @@ def shown_sale_price(body: lxml_html.HtmlElement, price: Decimal, lang: str | No
 
 
 _AMOUNTS = re.compile(r"\d[\d.,\u00a0\u202f ]*")
+# What the holder's text may hold besides its amount: a currency's sign or code ("đ", "VND",
+# "Rs.", "円"), not a saving's or a stock's words ("Save 20%", "You save", "Only 3 left").
+_ONLY_A_SIGN = re.compile(r"[^\w%]*(?:[^\W\d_]{1,3}[^\w%]*)?")
 
 
 # --------------------------------------------------------------------------- structured products

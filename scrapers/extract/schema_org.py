@@ -8,6 +8,7 @@ the page shows (matched by URL, `?variant=`/`?color=`, or SKU), not of the first
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from decimal import Decimal
@@ -94,8 +95,7 @@ def extract_schema_org(
     if not earlier:
         # A page that states its product twice, word for word (a theme's script and an app's,
         # or in place as the page's `mainEntity` and again on its own), states one product.
-        stated = [{k: v for k, v in n.items() if k != "@context"} for n in products]
-        products = [n for i, n in enumerate(products) if stated[i] not in stated[:i]]
+        products = _distinct(products)
     read_anew = not earlier and (
         any(s.repaired for s in scripts)
         or products
@@ -183,6 +183,19 @@ def extract_schema_org(
             out.problems.append(Problem("article_not_product", out.products.pop().title or ""))
     if read_anew and out.products:
         _earlier_keys(out.products, extract_schema_org(text, url, tree, scripts, earlier=True))
+    return out
+
+
+def _distinct(products: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The products, each written one only once (`@context` aside); by a key per product, as
+    comparing each with all before it is quadratic on a listing's thousands."""
+    seen: set[str] = set()
+    out = []
+    for node in products:
+        key = json.dumps({k: v for k, v in node.items() if k != "@context"}, sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            out.append(node)
     return out
 
 

@@ -509,10 +509,13 @@ def stand_in_picture(url: str) -> bool:
     return bool(_STAND_IN.fullmatch(name))
 
 
+# A word before the name only as a word of its own ("default-noimage", not "piano-image"), a
+# language code only after a separator ("no-photo-en", not "noimagery"), and each number whole
+# (`(?!\d)`: a number split among repeats is exponential backtracking on a long one).
 _STAND_IN = re.compile(
-    r"(?i)(?:[a-z]{0,12}[-_ ]?)?(?:no[-_ ]?(?:image|img|photo|picture|pic|foto|bild|imagen|immagine)s?|"
+    r"(?i)(?:[a-z]{1,12}[-_ ])?(?:no[-_ ]?(?:image|img|photo|picture|pic|foto|bild|imagen|immagine)s?|"
     r"placeholders?|(?:image|photo|picture)[-_ ]?(?:coming[-_ ]?soon|not[-_ ]?available|unavailable|missing))"
-    r"(?:[-_ ]?(?:available|found|yet|large|small|medium|thumb|default|\d+(?:x\d+)?|[a-z]{2}))*"
+    r"(?:[-_ ]?(?:available|found|yet|large|small|medium|thumb|default|\d+(?!\d)(?:x\d+(?!\d))?)|[-_ ][a-z]{2})*"
 )
 
 

@@ -101,6 +101,35 @@ def test_repairs_keep_the_values_as_written_and_never_touch_valid_json():
     }
 
 
+def test_repairs_keep_a_comment_or_a_trailing_comma_a_value_holds():
+    # Review: `/* … */` and `,]` inside a value whose quote a template left unescaped are the
+    # value's characters: the comment and trailing-comma clean-ups drop only those between tokens.
+    written = '{"@type": "Product", "name": "Pan 12" Round /* x */ big", "sku": "A1"}'
+    assert repaired(written) == {"@type": "Product", "name": 'Pan 12" Round /* x */ big', "sku": "A1"}
+    written = '{"@type": "Product", "name": "Sizes [S, M,]" Round", "sku": "A1"}'
+    assert load_script(written).data["name"] == 'Sizes [S, M,]" Round'
+    written = '{"@type": "Product", /* c */ "name": "Pan 12" Round", "sku": "A1",}'
+    assert load_script(written).data == {"@type": "Product", "name": 'Pan 12" Round', "sku": "A1"}
+
+
+def test_no_repair_glues_a_member_with_an_unquoted_key_into_the_value_before_it():
+    # Review: `"name": "Pan", sku: "A1"` (a JavaScript object's unquoted key) is no quote left
+    # unescaped in "Pan": read that way, the name would be `Pan", sku: "A1`.
+    assert repaired('{"@type": "Product", "name": "Pan", sku: "A1", "brand": "X"}') is None
+
+
+def test_repairs_after_many_objects_take_linear_time():
+    # Review: each repair re-reads the script; reading one value after another must not copy the
+    # rest of the script per value (400 kB of `{}` and five repairs took seconds each).
+    import time
+
+    written = "{}" * 200_000 + '{"name": "a" b" c" d" e" f"}'
+    started = time.perf_counter()
+    data = repaired(written)
+    assert time.perf_counter() - started < 5
+    assert data[-1] == {"name": 'a" b" c" d" e" f'}
+
+
 @pytest.mark.parametrize(
     "garbage",
     [
@@ -427,3 +456,70 @@ def test_a_price_tables_list_price_column_is_not_the_price():
     )
     for header, price in (("List price", "49.00"), ("MSRP", "49.00"), ("Price", "59.00")):
         assert str(only_product(_page(no_offer, body=table.format(header)), URL).price) == price, header
+
+
+@pytest.mark.parametrize(
+    "holder",
+    [
+        '<span class="oldprice">439.000 đ</span> Save 20%',
+        '<span class="old-price">439.000 đ</span> You save 12.000 đ',
+        '<span class="oldprice">439.000 đ</span> Only 3 left',
+    ],
+)
+def test_an_oldprice_holders_saving_or_stock_text_is_no_sale_price(holder):
+    # Review: the holder's own text is the price charged only when it is one amount with its sign;
+    # "Save 20%", "You save 12.000 đ", "Only 3 left" state a saving or a stock, never the price.
+    from decimal import Decimal
+
+    from lxml import html as lxml_html
+
+    from lookbench_live.scrapers.extract.page_extras import shown_sale_price
+
+    body = lxml_html.fromstring(f'<html><body><div class="pricedetail">{holder}</div></body></html>').find(
+        "body"
+    )
+    assert shown_sale_price(body, Decimal("439000"), "vi") is None
+    real = lxml_html.fromstring(
+        '<html><body><div class="pricedetail">100.000 đ<br><span class="oldprice">439.000 đ</span></div></body></html>'
+    ).find("body")
+    assert shown_sale_price(real, Decimal("439000"), "vi") == Decimal("100000")
+
+
+def test_the_duplicate_product_check_is_linear_on_a_listings_thousands():
+    # Review: each product compared with every one before it took seconds on 10,000 products.
+    import time
+
+    from lookbench_live.scrapers.extract.schema_org import _distinct
+
+    products = [{"@type": "Product", "name": f"Item {i}", "offers": {"price": str(i)}} for i in range(20_000)]
+    twice = [dict(products[0], **{"@context": "https://schema.org"}), *products]
+    started = time.perf_counter()
+    assert _distinct(twice) == [twice[0], *products[1:]]
+    assert time.perf_counter() - started < 3
+
+
+def test_a_stand_in_name_is_a_whole_word_and_read_in_linear_time():
+    # Review: "no" ending a word ("piano", "casino", "kimono") is no "no image", nor is
+    # "noimagery"; and a long number after a stand-in's name took seconds (nested repeats).
+    import time
+
+    from lookbench_live.scrapers.extract.values import stand_in_picture
+
+    for real in (
+        "piano-image-1.jpg",
+        "casino-photo-2.jpg",
+        "kimono-pic.jpg",
+        "volcano-picture.png",
+        "noimagery.jpg",
+    ):
+        assert not stand_in_picture("https://cdn.example/p/" + real), real
+    for stand_in in (
+        "noimage.gif",
+        "default-noimage_300x300.png",
+        "no-photo-en.jpg",
+        "woocommerce-placeholder-600x600.png",
+    ):
+        assert stand_in_picture("https://cdn.example/p/" + stand_in), stand_in
+    started = time.perf_counter()
+    assert not stand_in_picture("https://cdn.example/p/placeholder-" + "1" * 40 + "@2x.jpg")
+    assert time.perf_counter() - started < 1
