@@ -61,13 +61,14 @@ def test_a_page_that_is_not_a_product_gives_none(name):
     [("£49.00", "en", "GBP"), ("EUR 12,99", "de-de", "EUR"), ("209,00€", "fr", "EUR"), ("$8.99", "en-us", "USD"),
      ("$8.99", "en-gb", None), ("$8.99", "es-mx", "MXN"), ("US$ 5", "es", "USD"), ("12.00", "en-us", None),
      ("R$ 31,99", None, "BRL"), ("₹649", None, "INR"), ("CA$12", "en", "CAD"), ("249 kronor", "sv", "SEK"),
-     ("31 850 грн", "uk", "UAH"), ("¥1200", "ja", None), ("99 kr", "sv", None), ("$8.99", "en", None),
+     ("31 850 грн", "uk", "UAH"), ("¥1200", "ja", "JPY"), ("99 kr", "sv", "SEK"), ("$8.99", "en", None),
      ("LE 34", "en-EG", "EGP"), ("LE 34", "en", None), ("99 kr", "sv_SE", "SEK"), ("99 kr", "en-US", None),
      ("¥1200", "ja-JP", "JPY"), ("$8.99 USD", "en-CA", "USD"), ("R 199", "en-ZA", "ZAR")],
 )  # fmt: skip
 def test_a_price_texts_currency_is_named_only_when_unambiguous(text, lang, iso):
     """A sign several currencies write ("$", "kr", "¥", "LE") names one only where the page's
-    language tag names the market, and only that market's own sign."""
+    language tag names the market, and only that market's own sign. Since issue 27's twelfth
+    round a bare tag of a language one nation speaks names it too (`ja`, `sv`: `market_region`)."""
     assert currency_of(text, lang) == iso
 
 
