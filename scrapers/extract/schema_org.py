@@ -574,9 +574,10 @@ def _group(
     products: list[dict[str, Any]], index: dict[str, dict[str, Any]], *, by_name: bool = True
 ) -> list[tuple[dict[str, Any] | None, list[dict[str, Any]]]]:
     """(group node or None, member nodes) per item on the page; `by_name`: a ProductGroup's
-    members include the products that name it as their group (`_names_group`)."""
+    members include the products that name it as their group (`_naming`)."""
     groups: list[tuple[dict[str, Any] | None, list[dict[str, Any]]]] = []
     used: set[int] = set()
+    naming = _naming(products) if by_name else {}
     for node in products:
         if "productgroup" in type_names(node):
             members = []
@@ -587,8 +588,14 @@ def _group(
                     used.add(id(resolved))
             # Variants that name their group instead (`isVariantOf: {"@id": "#era-100-base"}`,
             # `inProductGroupWithID`): schema.org's other way to write the same group.
-            for other in products:
-                if by_name and id(other) not in used and other is not node and _names_group(other, node):
+            for at in sorted(
+                {
+                    *_named(naming, "@id", node.get("@id")),
+                    *_named(naming, "productGroupID", _scalar(node.get("productGroupID"))),
+                }
+            ):
+                other = products[at]
+                if id(other) not in used and other is not node:
                     members.append(other)
                     used.add(id(other))
             groups.append((node, members))
@@ -603,13 +610,27 @@ def _group(
     return groups
 
 
-def _names_group(variant: dict[str, Any], group: dict[str, Any]) -> bool:
-    """Whether a product names `group` as the group it is a variant of."""
-    parent = variant.get("isVariantOf")
-    if isinstance(parent, dict) and group.get("@id") and parent.get("@id") == group["@id"]:
-        return True
-    stated = _scalar(group.get("productGroupID"))
-    return stated is not None and _scalar(variant.get("inProductGroupWithID")) == stated
+def _naming(products: list[dict[str, Any]]) -> dict[tuple[str, Any], list[int]]:
+    """Positions of the products that name a group, by what they name it with: the group's
+    `@id` (`isVariantOf`) or its `productGroupID` (`inProductGroupWithID`). Looked up per group,
+    not compared with every product per group (quadratic on a listing of groups)."""
+    naming: dict[tuple[str, Any], list[int]] = {}
+    for at, variant in enumerate(products):
+        parent = variant.get("isVariantOf")
+        if isinstance(parent, dict) and _hashable(parent.get("@id")) and parent.get("@id"):
+            naming.setdefault(("@id", parent["@id"]), []).append(at)
+        stated = _scalar(variant.get("inProductGroupWithID"))
+        if stated is not None and _hashable(stated):
+            naming.setdefault(("productGroupID", stated), []).append(at)
+    return naming
+
+
+def _named(naming: dict[tuple[str, Any], list[int]], key: str, value: Any) -> list[int]:
+    return naming.get((key, value), []) if _hashable(value) else []
+
+
+def _hashable(value: Any) -> bool:
+    return isinstance(value, str | int | float)
 
 
 def _group_key(node: dict[str, Any]) -> str:

@@ -523,3 +523,22 @@ def test_a_stand_in_name_is_a_whole_word_and_read_in_linear_time():
     started = time.perf_counter()
     assert not stand_in_picture("https://cdn.example/p/placeholder-" + "1" * 40 + "@2x.jpg")
     assert time.perf_counter() - started < 1
+
+
+def test_variants_that_name_their_group_are_found_in_linear_time():
+    # Review: each ProductGroup looked through every product of the page for those naming it
+    # (seconds on a listing of thousands of groups, and `_group` runs twice per page).
+    import time
+
+    from lookbench_live.scrapers.extract.schema_org import _group
+
+    nodes: list[dict] = []
+    for i in range(4000):
+        nodes.append({"@type": "ProductGroup", "@id": f"#g{i}", "productGroupID": f"G{i}"})
+        nodes.append({"@type": "Product", "isVariantOf": {"@id": f"#g{i}"}, "name": f"P {i}"})
+        nodes.append({"@type": "Product", "inProductGroupWithID": f"G{i}", "name": f"Q {i}"})
+    started = time.perf_counter()
+    groups = _group(nodes, {})
+    assert time.perf_counter() - started < 2
+    assert len(groups) == 4000
+    assert groups[7] == (nodes[21], [nodes[22], nodes[23]])
