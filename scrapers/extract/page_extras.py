@@ -397,14 +397,14 @@ def fill_stated(
         # Still keyed by its URL: the id a label of the page names ("SKU: AC452FA14DSVSNAFAMZ" in
         # Jumia's specification table, eBay's "eBay item number: 403760625150"), as the fallback
         # reads it, before the URL's path or its number (which stays an alias).
-        from lookbench_live.scrapers.extract.html_fallback import page_labelled_id
+        from lookbench_live.scrapers.extract.html_fallback import cart_form_id, page_cards, page_labelled_id
 
+        cards = page_cards(body) if cards is None else cards
         labelled, source = page_labelled_id(body), "html:label"
+        if labelled and any(labelled in card.text_content() for card in cards):
+            labelled = None  # a related product's card's "SKU: …": that product's id, not this one's
         if not labelled:
             # No label: the id the page's own add-to-cart form posts (Magento's hidden `product`).
-            from lookbench_live.scrapers.extract.html_fallback import cart_form_id, page_cards
-
-            cards = page_cards(body) if cards is None else cards
             labelled, source = cart_form_id(body, cards, canonical), "html:cart-form"
         if labelled and labelled != product.product_id:
             product.id_aliases = list(dict.fromkeys([*product.id_aliases, product.product_id]))

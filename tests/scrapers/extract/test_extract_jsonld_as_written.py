@@ -542,3 +542,22 @@ def test_variants_that_name_their_group_are_found_in_linear_time():
     assert time.perf_counter() - started < 2
     assert len(groups) == 4000
     assert groups[7] == (nodes[21], [nodes[22], nodes[23]])
+
+
+def test_a_labelled_id_in_another_products_card_is_not_the_pages_product_id():
+    # Review: "SKU: OT-1000" under a related product's card names that product, not the page's:
+    # the structured product keeps its URL key rather than take another product's id.
+    product = {k: v for k, v in PRODUCT.items() if k != "sku"}
+    cards = "".join(
+        f'<li class="product-card"><a href="/p/other-{i}"><img src="/o{i}.jpg"><span class="name">Other {i}</span>'
+        f'</a><span class="price">€{i}9.00</span><span>SKU: OT-{i}000</span></li>'
+        for i in range(1, 5)
+    )
+    body = (
+        '<h1>Linen Shirt</h1><span class="price">€49.00</span><button>Add to cart</button>'
+        f'<h2>You may also like</h2><ul class="related products">{cards}</ul>'
+    )
+    found = only_product(_page(json.dumps(product), body=body), URL)
+    assert not found.product_id.startswith("OT-")
+    own = only_product(_page(json.dumps(product), body="<p>SKU: LS-2001</p>" + body), URL)
+    assert own.product_id == "LS-2001"
