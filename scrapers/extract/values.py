@@ -595,7 +595,7 @@ _FIBRE = re.compile(
     r"(?i)(?<![^\W\d_])(?:polyester|poliest[eè]re?|poli[eé]ster|polyamid[e]?|poliammide|poliamida|nylon|"
     r"elastan[e]?|elasthan|elastano|spandex|lycra|elastomultiester|viscose|viskose|viscosa|rayon|modal|lyocell|"
     r"tencel|acryl(?:ic)?|acrilico|acetat[e]?|cotton|baumwolle|coton|algod[oó]n|algod[aã]o|cotone|katoen|"
-    r"wool|wolle|laine|lana|wol|l[aã]|silk|seide|soie|seda|seta|zijde|linen|leinen|lin|lino|linho|linnen|"
+    r"wool|wolle|laine|lana|wol|lã|silk|seide|soie|seda|seta|zijde|linen|leinen|lin|lino|linho|linnen|"
     r"cashmere|kaschmir|cachemire|leather|leder|cuir|cuero|pelle|couro|polyurethane?|polyurethan|"
     r"alpaca|mohair|angora|merino|hemp|hanf|bamboo|down|feathers?|daunen|federn|metallic|metallised)(?![^\W\d_])"
 )

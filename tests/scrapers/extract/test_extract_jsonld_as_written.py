@@ -561,3 +561,26 @@ def test_a_labelled_id_in_another_products_card_is_not_the_pages_product_id():
     assert not found.product_id.startswith("OT-")
     own = only_product(_page(json.dumps(product), body="<p>SKU: LS-2001</p>" + body), URL)
     assert own.product_id == "LS-2001"
+
+
+def test_a_reviews_la_recomiendo_100_percent_is_no_composition():
+    # amazon.com's MacBook Pro page (wessimpson/take-home-2026 at 7bf3c9e, validation-data/
+    # amazon.html) shows a customer review ending "¡La recomiendo 100%!" ("I recommend it 100%"):
+    # "La", the article, was read as Portuguese "lã" (wool), and the review as the laptop's
+    # material "La recomiendo 100%". Only "lã" with its tilde is wool.
+    from lookbench_live.scrapers.extract.values import find_composition
+
+    review = (
+        "Definitivamente mi mejor compra del 2024. Mejor dicho, superó todas mis expectativas. "
+        "¡La recomiendo 100%!"
+    )
+    assert find_composition(review) is None
+    body = (
+        '<h1 id="title">Apple MacBook Pro</h1><span id="priceblock_ourprice">$1,999.00</span>'
+        '<button id="add-to-cart-button">Add to Cart</button>'
+        f'<div class="review-text-content"><span>{review}</span></div>'
+    )
+    page = f'<html lang="en-US"><head><title>Apple MacBook Pro</title></head><body>{body}</body></html>'
+    assert only_product(page, "https://www.amazon.com/dp/B0BSHF7WHW").material is None
+    for stated in ("100% lã", "80% lã, 20% poliamida", "Lã 100%"):
+        assert find_composition(stated) == stated
