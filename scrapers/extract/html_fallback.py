@@ -22,10 +22,10 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   states as its text writes it ("32 990 Kč"); never one labelled "List Price:" / "RRP" / "UVP",
   struck through (`a-text-strike`, `data-a-strike`), under a list-price element, in a table
   column headed as a list or reference price ("List price", "MSRP", "参考基準価格":
-  `_column_header`), or in other sellers' offers (Amazon's `#mbc`). Only when no element names a price, on a product page whose
-  title is its `<h1>`: the first element after that `<h1>` whose whole text is one amount with a
-  currency ("249 kronor"), never a unit price ("83 kr/l"), a struck one or a card's
-  (`html:header-price`: a script-built product header).
+  `_column_header`), or in other sellers' offers (Amazon's `#mbc`). Only when no element names
+  a price, on a product page whose title is its `<h1>`: the first element after that `<h1>`
+  whose whole text is one amount with a currency ("249 kronor"), never a unit price ("83 kr/l"),
+  a struck one or a card's (`html:header-price`: a script-built product header).
 - currency: `itemprop="priceCurrency"`, else the sign or code written in that price text
   (€ EUR, £ GBP, CHF…; a sign several currencies write — "$", "kr", "¥", "LE" — only where the
   page names its market: its language tag's region, "en-US" USD, "en-EG" EGP, "sv-SE" SEK, else
@@ -63,8 +63,9 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   "Art.No. 77-3066" after the other labels; then an element named for the item's code holding it
   ("Item: SB00260" in `div.item-code`: `html:code-element`); then, after a "Part #", the id the
   page's own add-to-cart form posts (Magento's hidden `product`, PrestaShop's `id_product`,
-  WooCommerce's `add-to-cart`: `cart_form_id`, `html:cart-form`). A product keyed by the URL's item number or an
-  "Art.No." (rules added after the lake's first products) keeps its URL key as an alias.
+  WooCommerce's `add-to-cart`: `cart_form_id`, `html:cart-form`). A product keyed by the URL's
+  item number, an "Art.No." or its cart form's id (rules added after the lake's first products)
+  keeps its URL key as an alias.
 - availability: `itemprop="availability"`, `og:availability`, else the text of an element whose
   id/class names availability or stock (Amazon's `.availGreen`) ("In Stock", "Auf Lager", "En
   stock", "Em stock", "Ausverkauft", "Indisponible"…; never "In stock soon", "Notify me…"), an

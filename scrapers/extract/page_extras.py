@@ -374,9 +374,10 @@ def fill_stated(
 ) -> None:
     """What a page's one structured product leaves out or states as the former price, from the
     page itself: the id a `data-product-id`, the markup or a labelled line and the URL both state
-    (the URL-path key stays an alias), else the id a label names ("SKU: …"), the stock a stock element shows, the category its
-    breadcrumb element shows, the price its Product element shows when the markup has no offer,
-    the sale price the page charges. Never invents."""
+    (the URL-path key stays an alias), else the id a label names ("SKU: …") or the add-to-cart
+    form posts, the stock a stock element shows, the category its breadcrumb element shows, the
+    price its Product element shows when the markup has no offer, the sale price the page
+    charges. Never invents."""
     if product.sources.get("product_id") == "url":
         from lookbench_live.scrapers.extract.html_fallback import labelled_url_id
 
@@ -393,13 +394,19 @@ def fill_stated(
     body = tree.find("body")
     if body is None:
         return
+    from lookbench_live.scrapers.extract.html_fallback import (
+        cart_form_id,
+        page_breadcrumb,
+        page_cards,
+        page_labelled_id,
+        page_stock,
+    )
+
+    cards = page_cards(body) if cards is None else cards  # read once: each rule leaves cards out
     if product.sources.get("product_id") in ("url", "url:item-number"):
         # Still keyed by its URL: the id a label of the page names ("SKU: AC452FA14DSVSNAFAMZ" in
         # Jumia's specification table, eBay's "eBay item number: 403760625150"), as the fallback
         # reads it, before the URL's path or its number (which stays an alias).
-        from lookbench_live.scrapers.extract.html_fallback import cart_form_id, page_cards, page_labelled_id
-
-        cards = page_cards(body) if cards is None else cards
         labelled, source = page_labelled_id(body), "html:label"
         if labelled and any(labelled in card.text_content() for card in cards):
             labelled = None  # a related product's card's "SKU: …": that product's id, not this one's
@@ -410,9 +417,6 @@ def fill_stated(
             product.id_aliases = list(dict.fromkeys([*product.id_aliases, product.product_id]))
             product.product_id = labelled
             product.sources["product_id"] = source
-    from lookbench_live.scrapers.extract.html_fallback import page_breadcrumb, page_cards, page_stock
-
-    cards = page_cards(body) if cards is None else cards  # read once: each rule leaves cards out
     if product.availability is None:
         product.availability = page_stock(body, cards)
         if product.availability:
