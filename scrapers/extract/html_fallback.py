@@ -14,7 +14,8 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   `<title>` starts with both: a brand heading over the model; an `<h1>` of only a number is
   none, and a "by <a>Author</a>" part of it is no part of the name); an element whose class names one;
   `og:title`. A title cut short ("…Pain...") is completed by the page's `og:title` / `twitter:title`.
-- price: a loose `itemprop="price"`; the first element whose id (then, failing that, class) names
+- price: a loose `itemprop="price"`; the first element whose id (then, failing that, class, then
+  a test hook: `data-testid`, Target's `data-test`, `TEST_HOOKS`) names
   a price (not a list, old, "was", saving or shipping price) whose text is one amount with a
   currency sign or code (the next price element instead when it reads "Now $52.00": `_now_price`),
   or, for a price block that also shows a former, lowest or coupon
@@ -54,7 +55,11 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   field of a specification table; a link to the brand's own
   listing (`/brand/sony/`, `/manufacturer/Samsung/…`, `?man=Nikon`) outside menus and product
   cards whose name the product's title starts with; a meta description's leading "Brand: X,".
-  A value that says there is none ("Unbranded", "Generic") is dropped by `extract_document`.
+  A brand element is named by its id, class or test hook (Target's `data-test="shopAllBrandLink"`
+  "Shop all X"), never by a "Marker" class nor as a section holding buttons ("From the brand" +
+  "Show more"). A value that says there is none ("Unbranded", "Generic") or names a sale ("HR24
+  NOVEMBER SALE") is dropped by `extract_document`, a season after the name ("STAUD SUMMER 2025")
+  cut (`values.known_brand`).
 - identifier: a loose `itemprop` sku / productID / mpn / gtin; a hidden `ASIN` / `sku` input; the
   ASIN of an Amazon product URL (`/dp/`, `/gp/product/`, mobile `/gp/aw/d/`); a labelled line
   ("SKU: …", "Item #: …", "Art.-Nr.: …", "ASIN: …": after the URL, as a Kindle page's first
@@ -63,9 +68,10 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   "Art.No. 77-3066" after the other labels; then an element named for the item's code holding it
   ("Item: SB00260" in `div.item-code`: `html:code-element`); then, after a "Part #", the id the
   page's own add-to-cart form posts (Magento's hidden `product`, PrestaShop's `id_product`,
-  WooCommerce's `add-to-cart`: `cart_form_id`, `html:cart-form`). A product keyed by the URL's
-  item number, an "Art.No." or its cart form's id (rules added after the lake's first products)
-  keeps its URL key as an alias.
+  WooCommerce's `add-to-cart`: `cart_form_id`, `html:cart-form`); last, a "Style: HF3227-400"
+  code (`html:label-style`). A product keyed by the URL's item number, an "Art.No.", its cart
+  form's id or a style code (rules added after the lake's first products) keeps its URL key as
+  an alias.
 - availability: `itemprop="availability"`, `og:availability`, else the text of an element whose
   id/class names availability or stock (Amazon's `.availGreen`) ("In Stock", "Auf Lager", "En
   stock", "Em stock", "Ausverkauft", "Indisponible"…; never "In stock soon", "Notify me…"), an
@@ -73,16 +79,19 @@ sold status, Japanese stock words, a numbered gallery's "Title 1" alt):
   days or 72 hours), an "Availability" field, else InStock when the page's own add-to-cart controls are all enabled and
   its text outside product cards states no out-of-stock or "coming soon" phrase
   (`conventions.buy_control_stock`, source `html:buy-control`).
-- colour, material (never guessed; for colour, after the fields, an element named for the chosen
-  colour's value, `_named_color`): a field the page shows outside product cards — a table row,
+- colour, material (never guessed; for colour, the chosen colour an accessible label states,
+  then the one checked radio button of a colour option, `page_chosen_color`, and after the
+  fields, an element named for the chosen colour's value, `_named_color`): a field the page
+  shows outside product cards — a table row,
   a definition or a row of two elements ("Color" | "Backsteinrot", "Material Composition" |
   "100% polyester, …"), or a short element reading "Farbe: Schwarz" / "Obermaterial: 100%
   Polyester / Futter: …" (a watch's "Case / bezel material: Stainless steel"). A colour from a
   "Label: value" line must be in the vocabulary; from a
   table cell it may be any one-word name. A material is a composition adding up to
   100% or a material of the vocabulary ("Material" | "Bikini Bademoden" is none). Then an
-  element that states nothing but a composition (Amazon's bullet "100% recycled polyester"),
-  then a composition with a known fibre in the page's text. Field text has its leftover
+  element that states nothing but a composition (Amazon's bullet "100% recycled polyester"; not
+  a link's or a site menu's, Massimo Dutti's "100% CASHMERE" entry), then a composition with a
+  known fibre in the page's text. Field text has its leftover
   character references undone and UTF-8 misread as Windows-1252 repaired.
 - category: the links of the first breadcrumb element (Amazon's `#wayfinding-breadcrumbs`, an
   `itemprop="breadcrumb"`, `aria-label="Breadcrumb"`, Cafe24's `xans-product-headcategory`), at
@@ -104,6 +113,11 @@ file) outside product cards, or an item number the URL keys by ("Nr 262708" at `
 a reduced or script-built page may show no buy control, but an article or a price tracker shows
 no product gallery and no item number its URL names. Articles, recipes, listings of prices without a buy
 control, and removed products ("PDP" placeholders) give nothing: a wrong product is worse than none.
+Nor does a page with more than `_LISTING_BUY_CONTROLS` buy controls outside product cards (a
+listing whose items the card rule did not group: Wayfair's 86 "Add to Cart"). With no price, a
+product is made only under an element whose id names the product title, on a page that says no
+offer is to be had now (Amazon's "No featured offers available", "Currently unavailable"):
+the product with no price.
 """
 
 from __future__ import annotations
@@ -209,8 +223,8 @@ _IMAGE_HINT = re.compile(r"(?i)landing|main|primary|hero|product[-_ ]?(?:image|i
 # German "Marke", never "market" ("gmarketcard", "marketplace" name shops and payment cards).
 # Not "branding": the site's own logo block (`div#branding`).
 _BRAND_HINT = re.compile(
-    r"(?i)brand(?!ing(?:$|[\s_-]))|(?<![\w-])(?:product|item)-branding|byline|manufacturer|marke(?!t)|marque|marca"
-)
+    r"(?i)brand(?!ing(?:$|[\s_-]))|(?<![\w-])(?:product|item)-branding|byline|manufacturer|marke(?![tr])|marque|marca"
+)  # "marke" as German's brand, never "market" or a design system's "ndsMarker"
 # "availability", Amazon's "availGreen" / "availRed" (a class token that starts with "avail": never
 # "variationUnavailable" or "main-image-unavailable", which say an image is missing).
 _STOCK_HINT = re.compile(r"(?i)availability|(?:^|\s)avail\w*|stock|lieferbar|dispon")
@@ -229,7 +243,8 @@ _ADD_ACTION = re.compile(
 _BUY_ATTR = re.compile(r"(?i)add[-_]?to[-_]?(?:cart|basket|bag)|buy[-_]?now|addtocart|buybox")
 _BRAND_TEXT = re.compile(
     r"(?i)^(?:visit the (?P<a>.+?) store|besuche den (?P<b>.+?)-store|visita la tienda de (?P<c>.+)|"
-    r"visiter la boutique (?P<d>.+)|(?:brand|marke|marque|marca|品牌(?:名称|名稱)?|ブランド名?|브랜드)\s*[:：]\s*(?P<e>.+))$"
+    r"visiter la boutique (?P<d>.+)|(?:brand|marke|marque|marca|品牌(?:名称|名稱)?|ブランド名?|브랜드)\s*[:：]\s*(?P<e>.+)|"
+    r"shop all (?P<f>.+))$"  # Target's brand link "Shop all Hearth & Hand with Magnolia"
 )
 _AUTHOR = re.compile(r"(?i)^(?:by|von|de|par|di|door)\s|\(|:|\d")
 _ID_LABEL = re.compile(
@@ -238,6 +253,9 @@ _ID_LABEL = re.compile(
     r"kod produktu)\s*[:#]?\s*"
     r"(?P<id>(?=[\w-]*\d)[A-Z0-9][A-Z0-9_-]{3,30})\b"
 )
+# "Style: HF3227-400" (Nike's style-colour code), read after every other id rule: "style" is also
+# a word, so only with a colon and a code holding a digit.
+_STYLE_LABEL = re.compile(r"(?im)(?:^|\s)style\s*:\s*(?P<id>(?=[\w-]*\d)[A-Z0-9][A-Z0-9_-]{3,30})\b")
 _ART_NO_LABEL = re.compile(
     r"(?im)(?:^|\s)art\.\s?no\.?\s*[:#]?\s*(?P<id>(?=[\w-]*\d)[A-Z0-9][A-Z0-9_-]{3,30})\b"
 )
@@ -248,7 +266,14 @@ _PART_NO_LABEL = re.compile(
     r"(?P<id>(?=[\w-]*\d)[A-Z0-9][A-Z0-9_-]{3,30})\b(?!\s*,)"
 )
 _NEWER_ID_SOURCES = frozenset(
-    {"url:item-number", "html:label-art-no", "html:label-part-no", "html:code-element", "html:cart-form"}
+    {
+        "url:item-number",
+        "html:label-art-no",
+        "html:label-part-no",
+        "html:code-element",
+        "html:cart-form",
+        "html:label-style",
+    }
 )
 # In the languages whose add-to-cart words `conventions.ADD_TO_CART` reads: a page that says one
 # of these sells nothing now, whatever button it keeps.
@@ -285,7 +310,7 @@ _SIGNS = (
     ("R$", "BRL"), ("S$", "SGD"), ("A$", "AUD"), ("C$", "CAD"), ("E£", "EGP"), ("L.E", "EGP"),
     ("ج.م", "EGP"), ("€", "EUR"), ("£", "GBP"),
     ("₹", "INR"), ("₽", "RUB"), ("руб", "RUB"), ("₴", "UAH"), ("грн", "UAH"), ("₺", "TRY"),
-    ("₩", "KRW"), ("￦", "KRW"), ("원", "KRW"), ("円", "JPY"), ("zł", "PLN"), ("Kč", "CZK"),
+    ("₩", "KRW"), ("￦", "KRW"), ("원", "KRW"), ("円", "JPY"), ("zł", "PLN"), ("Kč", "CZK"), ("₫", "VND"),
     ("kronor", "SEK"), ("CHF", "CHF"), ("¥", None), ("￥", None), ("元", None),
 )  # fmt: skip
 # "원" is the won's word (Korean writes "19,900원"), "円" the yen's (Japanese only); "¥"/"￥" is
@@ -297,6 +322,9 @@ _CODE = re.compile(
     r"NGN|KES|MAD|PKR|BDT|KZT)\b"
 )
 _AMOUNT = re.compile(r"\d[\d.,'\u00a0\u202f ]*")
+# More buy controls outside product cards than a product page shows (its own button, a sticky
+# copy, per-variant forms: at most 13 on the dev pages, Amazon's included): a list of items.
+_LISTING_BUY_CONTROLS = 24
 
 
 def html_product(
@@ -335,6 +363,8 @@ def html_product(
         # listing "Action DVDs" with a button per row), unless the URL keys one item
         # (`product.asp?sku=D37860`, whose page also lists "also featured" items to buy).
         buy_controls = []
+    if len(buy_controls) > _LISTING_BUY_CONTROLS:
+        return None  # a listing whose items the card rule did not group (Wayfair's 86 "Add to Cart")
     keyed_number = None
     product_page = (
         "product" in og_type
@@ -358,9 +388,19 @@ def html_product(
     ):
         price_text, price_source = _header_price(body, cards, named, in_block=True)
     price = parse_price(price_text, lang=lang) if price_text else None
-    if not title or not price or not product_page:
+    # No price because the page says no offer is to be had now (Amazon's "No featured offers
+    # available" beside its `#productTitle`): the product still, with no price. Only under an
+    # element whose id names the product title: a listing's or an article's `<h1>` is none.
+    no_offer = (
+        not price
+        and sources.get("title") == "html:title-element"
+        and _id_titled(body)
+        and _NO_OFFER.search(_detail_text(body, cards)) is not None
+    )
+    if not title or not (price or no_offer) or not (product_page or no_offer):
         return None  # not a product page, or a listing (its prices are all in product cards)
-    sources["price"] = price_source
+    if price:
+        sources["price"] = price_source
     currency = _currency(_itemprop_text(itemprops, "priceCurrency")) or _currency(
         _first(metas, "product:price:currency")
     )
@@ -413,6 +453,7 @@ def html_product(
         sources, "product_id", keyed_number or url_keyed_number(body, canonical), "html:number"
     )
     product_id = product_id or _pick(sources, "product_id", url_item_id(canonical), "url:item-number")
+    product_id = product_id or _pick(sources, "product_id", page_style_number(body), "html:label-style")
     availability = normalize_availability(
         _itemprop_text(itemprops, "availability")
     ) or normalize_availability(_first(metas, "og:availability") or _first(metas, "product:availability"))
@@ -430,6 +471,7 @@ def html_product(
             "html:buy-control",
         )
     color = _pick(sources, "color", _selected_color(body, cards), "html:aria-label")
+    color = color or _pick(sources, "color", page_chosen_color(body, cards), "html:chosen-option")
     color = color or _pick(sources, "color", _field_color(fields), "html:field")
     color = color or _pick(sources, "color", _named_color(body, cards), "html:color-element")
     material = _pick(sources, "material", _field_material(fields), "html:field")
@@ -660,8 +702,16 @@ def _itemprop_text(itemprops: dict[str, list[Any]], name: str) -> str | None:
     return None
 
 
-def _hint(element: lxml_html.HtmlElement) -> str:
-    return f"{element.get('id') or ''} {element.get('class') or ''}"
+def _hint(element: lxml_html.HtmlElement, *, tests: bool = False) -> str:
+    """What an element's id and class (and, with `tests`, its `TEST_HOOKS`) name it."""
+    hint = f"{element.get('id') or ''} {element.get('class') or ''}"
+    return f"{hint} {' '.join(element.get(a) or '' for a in TEST_HOOKS)}" if tests else hint
+
+
+# Attributes a site's own tests find elements by, named for what the element is, as an id is
+# (React Testing Library's `data-testid`, Target's `data-test="product-price"`, Walmart's
+# `data-automation-id`, Cypress's `data-cy`, `data-qa`): read after the id and the class.
+TEST_HOOKS = ("data-testid", "data-test", "data-test-id", "data-qa", "data-cy", "data-automation-id")
 
 
 def _text(element: lxml_html.HtmlElement) -> str:
@@ -788,6 +838,21 @@ def _innermost_title(element: lxml_html.HtmlElement) -> lxml_html.HtmlElement:
         if inner is None:
             return element
         element = inner
+
+
+# A page's statement that no seller's offer is to be had now (not a stock level: others may sell).
+_NO_OFFER = re.compile(
+    r"(?i)no featured offers available|currently unavailable|derzeit nicht verfügbar|"
+    r"actuellement indisponible|no disponible por el momento|attualmente non disponibile|"
+    r"momenteel niet beschikbaar|atualmente indisponível"
+)
+
+
+def _id_titled(body: lxml_html.HtmlElement) -> bool:
+    """Whether an element whose id names the product title (`#productTitle`) holds text."""
+    return any(
+        isinstance(e.tag, str) and _TITLE_HINT.search(e.get("id") or "") and _text(e) for e in body.iter()
+    )
 
 
 def _title_element(body: lxml_html.HtmlElement) -> str | None:
@@ -967,12 +1032,12 @@ def _price_text(
     for value in itemprops.get("price", []):
         if isinstance(value, str) and parse_price(value):
             return value, "itemprop"
-    for attr in ("id", "class", "data-testid"):
+    for attr in ("id", "class", *TEST_HOOKS):
         for element in body.iter():
             if not isinstance(element.tag, str):
                 continue
             hint = element.get(attr) or ""
-            if not _PRICE_HINT.search(hint) or _NOT_PRICE.search(_hint(element)):
+            if not _PRICE_HINT.search(hint) or _NOT_PRICE.search(f"{_hint(element)} {hint}"):
                 continue
             text = _undisplayed_text(element)
             if not text or _in_card(element, cards) or _other_price(element, text):
@@ -1566,7 +1631,7 @@ _MENU_BRAND = re.compile(
 
 
 def _brand_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> str | None:
-    named = [e for e in body.iter() if isinstance(e.tag, str) and _BRAND_HINT.search(_hint(e))]
+    named = [e for e in body.iter() if isinstance(e.tag, str) and _BRAND_HINT.search(_hint(e, tests=True))]
     # A class that three or more brand elements share is a list's field (onsale.com's
     # `span.itemManufacturer` "Sharp" in each "customers also bought" item), not the product's.
     shared = Counter((e.tag, e.get("class")) for e in named if e.get("class"))
@@ -1577,6 +1642,8 @@ def _brand_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement
             continue  # Amazon's "tell-a-friend-byline" ("Share"); a recommended product's brand
         if _in_menu(element):
             continue  # a "Shop by Brand" menu's entries (`<li class="brands-A">A</li>`, every brand)
+        if element.find(".//button") is not None:
+            continue  # a section with its controls (Target's `ManufacturerNotes` "From the brand" + "Show more")
         text = _text(element)
         if len(text) == 1:
             continue  # one letter: an A-Z index of brands, no brand's name
@@ -1775,6 +1842,12 @@ def page_labelled_id(body: lxml_html.HtmlElement) -> str | None:
     return _labelled_id(visible_text(body))
 
 
+def page_style_number(body: lxml_html.HtmlElement) -> str | None:
+    """The code a "Style:" label names in the page's visible text (`_STYLE_LABEL`)."""
+    match = _STYLE_LABEL.search(visible_text(body))
+    return match.group("id") if match else None
+
+
 def _article_number(text: str) -> str | None:
     """H&M's "Art.No. 77-3066" (a label read since issue 27's sixth round: `html:label-art-no`)."""
     match = _ART_NO_LABEL.search(text)
@@ -1959,6 +2032,22 @@ def _selected_color(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElemen
     return None
 
 
+def page_chosen_color(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> str | None:
+    """The colour option the page's form has chosen: the one checked radio button of a colour
+    option (LESET's `<input type="radio" checked name="Color" value="Seafoam">`, Shopify's
+    `options[Color]`), outside product cards. The variant the page shows, its picture's colour;
+    the buttons not checked are choices, never the product's."""
+    chosen = set()
+    for element in body.iter("input"):
+        if control_type(element) != "radio" or element.get("checked") is None or _in_card(element, cards):
+            continue
+        name = re.sub(r"(?i)^options?\[(.*)\]$", r"\1", (element.get("name") or "").strip())
+        value = (element.get("value") or "").strip()
+        if _COLOR_LABEL.match(name) and value and len(value.split()) <= 4 and not re.search(r"\d", value):
+            chosen.add(value)
+    return chosen.pop() if len(chosen) == 1 else None
+
+
 # An element named for the chosen colour's value ("pdp-color-value", "selected-color",
 # "colour-name"): a picker's heading shows the swatch the page is on.
 _COLOR_VALUE_HINT = re.compile(
@@ -2097,13 +2186,17 @@ def _composition_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlE
     """An element that states nothing but a composition adding up to 100% (Amazon's feature
     bullet "100% recycled polyester"): the element is the label, so the fibre need not be in the
     vocabulary. Marketing text around a percentage ("100% polyester for your best run") is more
-    than a composition and does not count."""
+    than a composition and does not count, nor does a link's (Massimo Dutti's menu entry
+    "100% CASHMERE" leads to a listing) or a site menu's."""
     for element in body.iter("li", "span", "td", "dd", "p"):
         text = _clean(_text(element)).strip(" .;•·*-")  # "• 63% Polyester, 33% Rayon, 4% Spandex"
         if not text or len(text) > 60 or _in_card(element, cards):
             continue
         found = find_composition(text, labelled=True)
-        if found and len(found) >= len(text) - 1 and textile_fibre(found):
+        if not found or len(found) < len(text) - 1 or not textile_fibre(found):
+            continue
+        linked = next(element.iterancestors("a"), None) is not None or element.find(".//a") is not None
+        if not linked and not _in_menu(element):
             return found
     return None
 

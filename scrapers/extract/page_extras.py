@@ -398,8 +398,10 @@ def fill_stated(
         cart_form_id,
         page_breadcrumb,
         page_cards,
+        page_chosen_color,
         page_labelled_id,
         page_stock,
+        page_style_number,
     )
 
     cards = page_cards(body) if cards is None else cards  # read once: each rule leaves cards out
@@ -413,17 +415,26 @@ def fill_stated(
         if not labelled:
             # No label: the id the page's own add-to-cart form posts (Magento's hidden `product`).
             labelled, source = cart_form_id(body, cards, canonical), "html:cart-form"
+        if not labelled:
+            labelled, source = page_style_number(body), "html:label-style"  # Nike's "Style: HF3227-400"
         if labelled and labelled != product.product_id:
             product.id_aliases = list(dict.fromkeys([*product.id_aliases, product.product_id]))
             product.product_id = labelled
             product.sources["product_id"] = source
+    if product.color is None:
+        product.color = page_chosen_color(body, cards)
+        if product.color:
+            product.sources["color"] = "html:chosen-option"
     if product.availability is None:
         product.availability = page_stock(body, cards)
         if product.availability:
             product.sources["availability"] = "html:availability-element"
-    if not product.category_path:
-        product.category_path = page_breadcrumb(body, product.title, cards, canonical) or []
-        if product.category_path:
+    if len(product.category_path) <= 1:
+        # None stated, or one name (a `category` of "Shoes" where the page's trail reads
+        # "Men › Shoes"): the visible trail when it says more.
+        trail = page_breadcrumb(body, product.title, cards, canonical) or []
+        if len(trail) > len(product.category_path):
+            product.category_path = trail
             product.sources["category_path"] = "html:breadcrumb"
     if product.price is None and product.price_max is None:
         # Markup with no offer (GODIVA's microdata Product: name, image, productID): the price

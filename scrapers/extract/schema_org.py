@@ -28,6 +28,7 @@ from lookbench_live.scrapers.extract.jsonld import (
 )
 from lookbench_live.scrapers.extract.model import Extraction, NormalizedProduct, Problem, parse_datetime
 from lookbench_live.scrapers.extract.page_extras import (
+    card_currency,
     crumb_path,
     fill_stated,
     home_crumb,
@@ -116,7 +117,13 @@ def extract_schema_org(
     groups = _group(products, index, by_name=not earlier)
     # Variants grouped by the group they name (rules of the twelfth round) key the page anew.
     read_anew = read_anew or (not earlier and groups != _group(products, index, by_name=False))
-    page_text = _page_text(tree) if len(groups) == 1 else None
+    from lookbench_live.scrapers.extract.html_fallback import page_cards
+
+    body = tree.find("body")
+    # The page's product cards, read once for the rules below (each leaves them out): for a page
+    # of one product, whose text and fields are read.
+    cards = page_cards(body) if body is not None and len(groups) == 1 else set()
+    page_text = _page_text(tree, cards=cards) if len(groups) == 1 else None
     varying = _varying(tree)
     breadcrumbs = _breadcrumbs(nodes) or _breadcrumbs([*nodes, *microdata_breadcrumbs(tree, url)])
     candidates: list[_Candidate] = []
@@ -153,11 +160,8 @@ def extract_schema_org(
             out.products.append(product)
     elif len(out.products) == 1:
         _fill_from_meta(out.products[0], tree, metas, url, lang)
-        from lookbench_live.scrapers.extract.html_fallback import page_cards
-
-        body = tree.find("body")
-        # The page's product cards, read once for the rules below (each leaves them out).
-        cards = page_cards(body) if body is not None else set()
+        if len(groups) != 1 and body is not None:
+            cards = page_cards(body)
         fill_stated(out.products[0], tree, canonical, lang, cards)
         _key_by_query(out.products[0], canonical)
         # A page whose markup holds several product items has its fields read only when the
@@ -250,7 +254,7 @@ def _fill_from_fields(
     page states are its own ("Color" | "Black" in the specification table). Never a field the
     shopper chooses (`varying`). Then an element that states nothing but a composition (Nordstrom's
     bullet "100% polyester": the element is the label, the fibre need not be in the vocabulary)."""
-    text = _page_text(tree) if read_text else None
+    text = _page_text(tree, cards=cards) if read_text else None
     if text and not product.color and "color" not in varying:
         product.color = find_color(text)
         if product.color:
@@ -419,6 +423,10 @@ def _fill_from_meta(
     amount = metas.first("product:price:amount") or metas.first("og:price:amount")
     currency = _currency(metas.first("product:price:currency") or metas.first("og:price:currency"))
     price = parse_price(amount, lang=lang)
+    # A Twitter card's "9.277.400 VND" for og's "9.277.400" and "USD": a Shopify theme writes the
+    # shop's own currency beside the amount in the shopper's; the card writes the two together.
+    carded = card_currency(metas.values, price, lang) if price and currency else None
+    currency = carded or currency
     if product.price is None and not price:
         price, currency = _state_offer(tree, lang)
     if product.price is None and price:
@@ -739,11 +747,12 @@ def _normalize(
             item = offer.get("itemOffered")
             if isinstance(item, dict) and clean_title(item.get("name")) in (None, title):
                 images += [u for u in image_urls(item.get("image"), url) if u not in images]
-    category = (
-        _category(head.get("category") or shown.get("category"))
-        or _category(property_value([head, shown], "category"))
-        or breadcrumbs
+    stated = _category(head.get("category") or shown.get("category")) or _category(
+        property_value([head, shown], "category")
     )
+    # A one-word `category` ("Shoes", Shopify's product type "PANTS") names less than the page's
+    # breadcrumb trail does; a path ("Furniture > Sofas") is the shop's own trail.
+    category = stated if len(stated) > 1 or len(stated) >= len(breadcrumbs) else breadcrumbs
     product_id = _product_id(group, members, shown, canonical, url)
     legacy_id = _legacy_product_id(group, members, shown, canonical)
     variants = []
@@ -958,12 +967,21 @@ def _breadcrumbs(nodes: list[dict[str, Any]]) -> list[str]:
                 key=lambda e: int(e.get("position") or 0) if str(e.get("position") or 0).isdigit() else 0,
             )
             elements = [e for e in elements if clean_title(_crumb_name(e))]
-            if elements and (
-                clean_title(_crumb_name(elements[0])).lower()
-                in ("home", "start", "accueil", "inicio", "startseite", "hm.com")
-                or home_crumb(elements[0].get("item"))  # the site's root ("/", "/no/") is no category
-            ):
-                elements = elements[1:]
+            # The trail starts after the site's root ("/", "/no/", "Home"), which is no category;
+            # a crumb before it is another trail's (Crutchfield's "See all Drones" link).
+            homes = [
+                i
+                for i, e in enumerate(elements)
+                # the last crumb, the product's, may link to the root (Diptyque's)
+                if (i == 0 or i < len(elements) - 1)
+                and (
+                    clean_title(_crumb_name(e)).lower()
+                    in ("home", "start", "accueil", "inicio", "startseite", "hm.com")
+                    or home_crumb(e.get("item"))
+                )
+            ]
+            if homes:
+                elements = elements[homes[-1] + 1 :]
             # The trail ends with the product itself on many sites (no link, or its name), with
             # the deepest category on others (Otto): only the product is dropped. Decided before
             # the crumbs that name no category go, so a search trail never leaves the product's
@@ -973,9 +991,10 @@ def _breadcrumbs(nodes: list[dict[str, Any]]) -> list[str]:
                 for n in nodes
                 if type_names(n) & PRODUCT_TYPES and clean_title(n.get("name"))
             }
+            # A trail of the product alone (Massimo Dutti's one crumb, its name) states no category.
             last = elements[-1] if elements else {}
-            if len(elements) > 1 and (
-                not last.get("item") or clean_title(_crumb_name(last)).casefold() in products
+            if (len(elements) > 1 and not last.get("item")) or (
+                elements and clean_title(_crumb_name(last)).casefold() in products
             ):
                 elements = elements[:-1]
             return crumb_path([(clean_title(_crumb_name(e)), e.get("item")) for e in elements]) or []
@@ -1148,15 +1167,24 @@ def _checked_in_group(option: lxml_html.HtmlElement) -> bool:
     return group is not None and bool(group.xpath(".//*[@role='radio' and @aria-checked='true']"))
 
 
-def _page_text(tree: lxml_html.HtmlElement, root: lxml_html.HtmlElement | None = None) -> str | None:
+def _page_text(
+    tree: lxml_html.HtmlElement,
+    root: lxml_html.HtmlElement | None = None,
+    cards: set[lxml_html.HtmlElement] | None = None,
+) -> str | None:
     """The page's visible text (or `root`'s) for labelled colour and material fields. A variant
     `<select>` is a choice the shopper makes, not what the page states: it is left out with its
     options, the table row that holds it (WooCommerce's "Color" | select + "Clear" link) and the
-    `<label for>` that names it (uniqz's "Farbe" over the next field's "Größe")."""
+    `<label for>` that names it (uniqz's "Farbe" over the next field's "Größe"). Product cards
+    are other products' (Hermès's "Perfect partners" row, each card's "Color: White")."""
     body = tree.find("body") if root is None else root
     if body is None:
         return None
+    from lookbench_live.scrapers.extract.html_fallback import page_cards
+
     choice: set[lxml_html.HtmlElement] = set()
+    for card in page_cards(body) if cards is None else cards:
+        choice.update(card.iter())
     ids = set()
     for select in body.iter("select"):
         row = next((a for a in list(select.iterancestors())[:3] if a.tag == "tr"), select)

@@ -121,6 +121,12 @@ def without_site_name(title: str | None, site_name: str | None) -> str | None:
         r"(?P<rest>.+?)\s*(?:\s(?:by|on|at|bei|chez|en|em|auf)\s|[|\-–—:·•｜]|::)\s*" + re.escape(site_name),
         title,
         flags=re.IGNORECASE,
+    ) or re.fullmatch(
+        # After a bar, the site's name and its tagline: "Toro Lounge Chair | Rove Concepts Rove
+        # Concepts Mid-Century Furniture" (a bar parts a page's title; a dash may be the name's).
+        r"(?P<rest>.+?)\s*[|｜]\s*" + re.escape(site_name) + r"\s.*",
+        title,
+        flags=re.IGNORECASE,
     )
     rest = found.group("rest").strip() if found else ""
     return rest if len(rest) >= 2 else title
@@ -284,9 +290,24 @@ _PLACEHOLDER_BRAND = re.compile(
 )
 
 
+# A shop's campaign written in its brand field (Shopify's `vendor`, which merchants also use to
+# group products): a sale event names no brand ("HR24 NOVEMBER SALE"); a season after the name
+# is the collection's, not the brand's ("STAUD SUMMER 2025" is STAUD's).
+_CAMPAIGN_BRAND = re.compile(
+    r"(?i)\b(?:sale|clearance|black friday|cyber monday|soldes|rebajas|saldi|ausverkauf)\b"
+)
+_SEASON_AFTER = re.compile(
+    r"(?i)[\s,/-]+(?:(?:spring|summer|fall|autumn|winter|holiday|resort|pre-fall|cruise)"
+    r"(?:[\s/-]+(?:summer|winter))?[\s'-]+(?:20)?\d{2}|(?:ss|fw|aw|pf)[\s'-]?(?:20)?\d{2})\s*$"
+)
+
+
 def known_brand(value: str | None) -> str | None:
-    """A brand field's value, or None when it says the item has no brand ("Unbranded")."""
-    return None if value is None or _PLACEHOLDER_BRAND.match(value) else value
+    """A brand field's value, or None when it says the item has no brand ("Unbranded") or names
+    a sale event; without a season written after the name."""
+    if value is None or _PLACEHOLDER_BRAND.match(value) or _CAMPAIGN_BRAND.search(value):
+        return None
+    return _SEASON_AFTER.sub("", value).strip() or None
 
 
 def normalize_brand(value: Any, index: dict[str, dict[str, Any]] | None = None) -> str | None:
@@ -540,7 +561,10 @@ _LABEL_LINE = re.compile(
     rf"(?i)(?:^|(?<=[\s(\-•·*]))(?P<label>{_MATERIAL_LABEL})(?P<care>\s*(?:&|and|und|et|y)\s*(?:care|pflege\w*|entretien|cuidados))?"
     rf"(?:\s+(?!\d)\w+)?\s*(?P<colon>:)?\s*(?P<value>[^\n]*)$"  # "Material composition:", not "Material 100%"
 )
-_COLOR_LINE = re.compile(rf"(?i)(?:^|(?<=\s))(?:{_COLOR_LABEL})\s*(?P<colon>:)?\s*(?P<value>[^\n]*)$")
+# "Color/pattern:" (Shopify themes' option name for prints) labels the colour as "Color:" does.
+_COLOR_LINE = re.compile(
+    rf"(?i)(?:^|(?<=\s))(?:{_COLOR_LABEL})(?:\s*/\s*(?:pattern|print))?\s*(?P<colon>:)?\s*(?P<value>[^\n]*)$"
+)
 _PCT_FIRST = re.compile(r"(\d{1,3}(?:[.,]\d+)?)\s*%\s*([^\W\d_]+(?:[ -][^\W\d_]+)?)", re.UNICODE)
 _PCT_LAST = re.compile(r"([^\W\d_]+(?:[ -][^\W\d_]+)?)\s+(\d{1,3}(?:[.,]\d+)?)\s*%", re.UNICODE)
 # A part inside or under the garment ("Internal material: textile", "Fill material: Polyester",
@@ -680,6 +704,8 @@ def _labelled_material(text: str, *, bare: bool) -> str | None:
             continue
         if not match.group("colon") and _RUNNING_WORD.search(line[: match.start("label")]):
             continue  # mid-sentence, no field: "printed on a variety of materials such as …"
+        if not match.group("colon") and match.group("value").rstrip().endswith("."):
+            continue  # a sentence, no field: Nike's "Upper combines leather and textiles for a … fit."
         content = match.group("label").lower().endswith("content")
         if content and line[: match.start("label")].strip(" -•·*("):
             continue  # "Cocoa content:", "Recycled content:": another share than the fibres'"

@@ -150,8 +150,9 @@ def test_corpus_is_real_sized_and_documented():
     # 12 MB until its seventh round (15 more US storefronts and pages with no product markup);
     # 13 MB until its eighth round (older shops' pages and pages that are not a product);
     # 14 MB until its ninth round (six more 2010 shops' pages); 15 MB until its eleventh (eleven
-    # pages from sources not used before); 16 MB until its twelfth (fourteen more).
-    assert sum(p.stat().st_size for p in payloads) < 17_000_000
+    # pages from sources not used before); 16 MB until its twelfth (fourteen more); 17 MB until
+    # its thirteenth (25 fashion and home pages saved in 2025).
+    assert sum(p.stat().st_size for p in payloads) < 19_000_000
     splits = [
         json.loads(p.read_text(encoding="utf-8")).get("split", "dev")
         for p in (CORPUS / "expected").glob("*.json")
@@ -222,8 +223,10 @@ def test_every_payload_names_its_public_source_and_none_is_excluded():
 # rules): dev 1466/1589 = 92.3%, messy 1262/1385 = 91.1% (the 210 before unchanged); held-out
 # unchanged. Twelfth round (JSON-LD as templates write it; fourteen pages from sources not used
 # before, 79/115 before its rules, 88/114 after): dev 1557/1703 = 91.4%, messy 1353/1499 = 90.3%
-# (the 221 before: 1469/1589); held-out unchanged. The floors since.
-FLOORS = {"dev": (0.914, 0.902), "heldout": (0.854, 0.797)}
+# (the 221 before: 1469/1589); held-out unchanged. Thirteenth round (25 fashion and home pages
+# saved in 2025, 175/217 before its rules, 199/214 after): dev 1764/1917 = 92.0%, messy 1494/1646
+# = 90.8% (the 235 before: 1565/1703); held-out unchanged. The floors since.
+FLOORS = {"dev": (0.920, 0.907), "heldout": (0.854, 0.797)}
 
 
 @pytest.mark.parametrize("split", SPLITS)

@@ -155,10 +155,10 @@ def test_a_script_ending_mid_value_stays_refused_beside_a_good_one():
 
 
 def test_real_hm_breadcrumb_with_a_closer_too_many_is_read():
-    # H&M's BreadcrumbList script ends `…]}\n\t}`: the earlier rules refused it. Its Product's own
-    # `category` still names the product's category.
+    # H&M's BreadcrumbList script ends `…]}\n\t}`: the earlier rules refused it. Read after the
+    # repair, its trail says more than the Product's one-word `category` "Denim" (thirteenth round).
     product = corpus_product("page_greendb_hm-fr-pant-encoding")
-    assert product.category_path == ["Denim"] and product.product_id == "1045436003"
+    assert product.category_path == ["Homme", "Shorts", "Jeans Shorts"] and product.product_id == "1045436003"
     from corpus_pages import corpus_page
 
     from lookbench_live.scrapers.extract.jsonld import jsonld_scripts, parse_tree
