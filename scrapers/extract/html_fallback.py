@@ -113,11 +113,12 @@ file) outside product cards, or an item number the URL keys by ("Nr 262708" at `
 a reduced or script-built page may show no buy control, but an article or a price tracker shows
 no product gallery and no item number its URL names. Articles, recipes, listings of prices without a buy
 control, and removed products ("PDP" placeholders) give nothing: a wrong product is worse than none.
-Nor does a page with more than `_LISTING_BUY_CONTROLS` buy controls outside product cards (a
-listing whose items the card rule did not group: Wayfair's 86 "Add to Cart"). With no price, a
-product is made only under an element whose id names the product title, on a page that says no
-offer is to be had now (Amazon's "No featured offers available", "Currently unavailable"):
-the product with no price.
+Nor does a page not `og:type` product with more than `_LISTING_BUY_CONTROLS` things to buy
+outside product cards, a form and its buttons one (a listing whose items the card rule did not
+group: Wayfair's 86 "Add to Cart"). With no price, a product is made only when its title is an
+element whose id names a product's title (`#productTitle`, never a bare `#title`), the page shows
+the product's picture (the main image by id, or a gallery) and says no offer is to be had now
+(Amazon's "No featured offers available", "Currently unavailable"): the product with no price.
 """
 
 from __future__ import annotations
@@ -184,6 +185,7 @@ _PRICE_HINT = re.compile(
 )
 _NOT_PRICE = re.compile(
     r"(?i)list|old|was|strike|rrp|uvp|save|saving|shipping|delivery|per[-_]?unit|basket|cart|range|compet|"
+    r"member|install|afterpay|klarna|monthly|"
     r"hidden(?!-(?:xs|sm|md|lg|xl)\b)|secondary|compare|before|origin"
 )
 # A price's own label that names another price than the one to pay ("Print List Price:", "RRP:",
@@ -254,8 +256,11 @@ _ID_LABEL = re.compile(
     r"(?P<id>(?=[\w-]*\d)[A-Z0-9][A-Z0-9_-]{3,30})\b"
 )
 # "Style: HF3227-400" (Nike's style-colour code), read after every other id rule: "style" is also
-# a word, so only with a colon and a code holding a digit.
-_STYLE_LABEL = re.compile(r"(?im)(?:^|\s)style\s*:\s*(?P<id>(?=[\w-]*\d)[A-Z0-9][A-Z0-9_-]{3,30})\b")
+# a word, so only with a colon and a code as shops write one.
+_STYLE_LABEL = re.compile(
+    r"(?m)(?:^|\s)(?i:style)\s*:\s*"
+    r"(?P<id>(?=[A-Z0-9-]*[A-Z])(?=(?:[A-Z-]*\d){3})[A-Z0-9]+(?:-[A-Z0-9]+)*)(?![\w-])"
+)  # a code in capitals with a letter and three digits: never "Style: 1970s-inspired", "2-piece", "2024"
 _ART_NO_LABEL = re.compile(
     r"(?im)(?:^|\s)art\.\s?no\.?\s*[:#]?\s*(?P<id>(?=[\w-]*\d)[A-Z0-9][A-Z0-9_-]{3,30})\b"
 )
@@ -323,7 +328,8 @@ _CODE = re.compile(
 )
 _AMOUNT = re.compile(r"\d[\d.,'\u00a0\u202f ]*")
 # More buy controls outside product cards than a product page shows (its own button, a sticky
-# copy, per-variant forms: at most 13 on the dev pages, Amazon's included): a list of items.
+# copy, per-variant forms, a form and its buttons counted once: at most 12 on the dev pages,
+# Amazon's included): a list of items.
 _LISTING_BUY_CONTROLS = 24
 
 
@@ -363,7 +369,7 @@ def html_product(
         # listing "Action DVDs" with a button per row), unless the URL keys one item
         # (`product.asp?sku=D37860`, whose page also lists "also featured" items to buy).
         buy_controls = []
-    if len(buy_controls) > _LISTING_BUY_CONTROLS:
+    if "product" not in og_type and _buy_units(buy_controls) > _LISTING_BUY_CONTROLS:
         return None  # a listing whose items the card rule did not group (Wayfair's 86 "Add to Cart")
     keyed_number = None
     product_page = (
@@ -389,12 +395,13 @@ def html_product(
         price_text, price_source = _header_price(body, cards, named, in_block=True)
     price = parse_price(price_text, lang=lang) if price_text else None
     # No price because the page says no offer is to be had now (Amazon's "No featured offers
-    # available" beside its `#productTitle`): the product still, with no price. Only under an
-    # element whose id names the product title: a listing's or an article's `<h1>` is none.
+    # available" beside its `#productTitle`): the product still, with no price. Only when the
+    # title is an element whose id names a product's title (a listing's or an article's `<h1>`, a
+    # blog's `#title`, is none) and, below, the page shows the product's picture.
     no_offer = (
         not price
         and sources.get("title") == "html:title-element"
-        and _id_titled(body)
+        and _id_titled(body, title)
         and _NO_OFFER.search(_detail_text(body, cards)) is not None
     )
     if not title or not (price or no_offer) or not (product_page or no_offer):
@@ -453,7 +460,9 @@ def html_product(
         sources, "product_id", keyed_number or url_keyed_number(body, canonical), "html:number"
     )
     product_id = product_id or _pick(sources, "product_id", url_item_id(canonical), "url:item-number")
-    product_id = product_id or _pick(sources, "product_id", page_style_number(body), "html:label-style")
+    product_id = product_id or _pick(
+        sources, "product_id", page_style_number(body, cards), "html:label-style"
+    )
     availability = normalize_availability(
         _itemprop_text(itemprops, "availability")
     ) or normalize_availability(_first(metas, "og:availability") or _first(metas, "product:availability"))
@@ -471,13 +480,15 @@ def html_product(
             "html:buy-control",
         )
     color = _pick(sources, "color", _selected_color(body, cards), "html:aria-label")
-    color = color or _pick(sources, "color", page_chosen_color(body, cards), "html:chosen-option")
+    color = color or _pick(sources, "color", page_chosen_color(body, cards, canonical), "html:chosen-option")
     color = color or _pick(sources, "color", _field_color(fields), "html:field")
     color = color or _pick(sources, "color", _named_color(body, cards), "html:color-element")
     material = _pick(sources, "material", _field_material(fields), "html:field")
     material = material or _pick(sources, "material", _composition_element(body, cards), "html:composition")
     material = material or _pick(sources, "material", find_composition(detail()), "html:composition")
     category = _pick(sources, "category_path", _breadcrumb(body, cards, title, canonical), "html:breadcrumb")
+    if not price and sources.get("image") not in ("html:main-image", "html:gallery"):
+        return None  # no offer, and no product picture shown either: no product page
     key = product_id or url_key(canonical)
     if not images:
         found = _id_picture(body, url, key, cards)
@@ -848,10 +859,14 @@ _NO_OFFER = re.compile(
 )
 
 
-def _id_titled(body: lxml_html.HtmlElement) -> bool:
-    """Whether an element whose id names the product title (`#productTitle`) holds text."""
+def _id_titled(body: lxml_html.HtmlElement, title: str | None) -> bool:
+    """Whether the title is the text of an element whose id names a product's title
+    (`#productTitle`; never a bare `#title`, a blog post's or a checkout's heading)."""
     return any(
-        isinstance(e.tag, str) and _TITLE_HINT.search(e.get("id") or "") and _text(e) for e in body.iter()
+        isinstance(e.tag, str)
+        and _PRODUCT_TITLE_CLASS.search(e.get("id") or "")
+        and clean_title(_text(_innermost_title(e))) == title
+        for e in body.iter()
     )
 
 
@@ -1642,6 +1657,9 @@ def _brand_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement
             continue  # Amazon's "tell-a-friend-byline" ("Share"); a recommended product's brand
         if _in_menu(element):
             continue  # a "Shop by Brand" menu's entries (`<li class="brands-A">A</li>`, every brand)
+        hooked = not _BRAND_HINT.search(_hint(element))  # named for a brand by a test hook only
+        if hooked and (_in_chrome(element) or _links_home(element)):
+            continue  # never the site's own logo (`data-testid="brand-logo"`)
         if element.find(".//button") is not None:
             continue  # a section with its controls (Target's `ManufacturerNotes` "From the brand" + "Show more")
         text = _text(element)
@@ -1654,8 +1672,12 @@ def _brand_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement
         if text and _is_author(element):
             continue
         match = _BRAND_TEXT.match(text) if text else None
+        if match and match.group("f") and not _brand_listing_link(element):
+            continue  # "Shop all New Arrivals": a brand's name only on a link to its listing
         if match:
             return clean_title(next(v for v in match.groupdict().values() if v))
+        if hooked:
+            continue  # a hook's block states a brand only as a label does ("Featured brands" + names)
         # A byline that is only a name ("ChangM"); "by Mat Follas (Author)" names an author.
         if text and len(text) <= 40 and len(text.split()) <= 4 and not _AUTHOR.search(text):
             return clean_title(text)
@@ -1665,6 +1687,23 @@ def _brand_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement
             if alt and len(alt) <= 40 and len(alt.split()) <= 4 and not _AUTHOR.search(alt):
                 return alt
     return None
+
+
+def _links_home(element: lxml_html.HtmlElement) -> bool:
+    """Whether the element is or holds a link to the site's root ("/"): the site's own logo."""
+    links = [element] if element.tag == "a" else list(element.iter("a"))
+    return any(urlsplit(a.get("href") or "").path in ("", "/") and a.get("href") is not None for a in links)
+
+
+def _brand_listing_link(element: lxml_html.HtmlElement) -> bool:
+    """Whether the element is or holds a link to a brand's own listing (`/brand/sony/`,
+    Target's `/b/hearth-hand-with-magnolia/-/N-2l26w`)."""
+    links = [element] if element.tag == "a" else list(element.iter("a"))
+    for link in links:
+        href = link.get("href") or ""
+        if _brand_slugs(href) or re.match(r"^/b/[^/]+", urlsplit(href).path):
+            return True
+    return False
 
 
 # A link to a brand's own listing names the brand in its URL: a path segment for brands and the
@@ -1842,9 +1881,9 @@ def page_labelled_id(body: lxml_html.HtmlElement) -> str | None:
     return _labelled_id(visible_text(body))
 
 
-def page_style_number(body: lxml_html.HtmlElement) -> str | None:
-    """The code a "Style:" label names in the page's visible text (`_STYLE_LABEL`)."""
-    match = _STYLE_LABEL.search(visible_text(body))
+def page_style_number(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> str | None:
+    """The code a "Style:" label names in the page's text outside product cards (`_STYLE_LABEL`)."""
+    match = _STYLE_LABEL.search(_detail_text(body, cards))
     return match.group("id") if match else None
 
 
@@ -2032,20 +2071,38 @@ def _selected_color(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElemen
     return None
 
 
-def page_chosen_color(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> str | None:
-    """The colour option the page's form has chosen: the one checked radio button of a colour
-    option (LESET's `<input type="radio" checked name="Color" value="Seafoam">`, Shopify's
-    `options[Color]`), outside product cards. The variant the page shows, its picture's colour;
-    the buttons not checked are choices, never the product's."""
-    chosen = set()
-    for element in body.iter("input"):
-        if control_type(element) != "radio" or element.get("checked") is None or _in_card(element, cards):
-            continue
-        name = re.sub(r"(?i)^options?\[(.*)\]$", r"\1", (element.get("name") or "").strip())
-        value = (element.get("value") or "").strip()
-        if _COLOR_LABEL.match(name) and value and len(value.split()) <= 4 and not re.search(r"\d", value):
-            chosen.add(value)
+def page_chosen_color(
+    body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement], url: str | None = None
+) -> str | None:
+    """The colour option the page's own buy form has chosen: the one checked radio button of a
+    colour option (LESET's `<input type="radio" checked name="Color" value="Seafoam">`, Shopify's
+    `options[Color]`) in the first add-to-cart form outside product cards, the page's product's.
+    The variant the page shows, its picture's colour; a "Complete the look" item's own form
+    further down is another product's, and the buttons not checked are choices."""
+    checked = [e for e in body.iter("input") if _chosen_color_value(e)]
+    if not checked:
+        return None  # most pages: no buy form to look for
+    form = next(
+        (
+            c if c.tag == "form" else next(c.iterancestors("form"), None)
+            for c in _buy_controls(body, cards, url)
+            if c.tag == "form" or next(c.iterancestors("form"), None) is not None
+        ),
+        None,
+    )
+    chosen = {_chosen_color_value(e) for e in checked if form is not None and form in e.iterancestors("form")}
     return chosen.pop() if len(chosen) == 1 else None
+
+
+def _chosen_color_value(element: lxml_html.HtmlElement) -> str | None:
+    """The value of a checked radio button of a colour option ("Color", `options[Colour]`)."""
+    if control_type(element) != "radio" or element.get("checked") is None:
+        return None
+    name = re.sub(r"(?i)^options?\[(.*)\]$", r"\1", (element.get("name") or "").strip())
+    value = (element.get("value") or "").strip()
+    if _COLOR_LABEL.match(name) and value and len(value.split()) <= 4 and not re.search(r"\d", value):
+        return value
+    return None
 
 
 # An element named for the chosen colour's value ("pdp-color-value", "selected-color",
@@ -2192,11 +2249,10 @@ def _composition_element(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlE
         text = _clean(_text(element)).strip(" .;•·*-")  # "• 63% Polyester, 33% Rayon, 4% Spandex"
         if not text or len(text) > 60 or _in_card(element, cards):
             continue
-        found = find_composition(text, labelled=True)
-        if not found or len(found) < len(text) - 1 or not textile_fibre(found):
+        if next(element.iterancestors("a"), None) is not None or element.find(".//a") is not None:
             continue
-        linked = next(element.iterancestors("a"), None) is not None or element.find(".//a") is not None
-        if not linked and not _in_menu(element):
+        found = find_composition(text, labelled=True)
+        if found and len(found) >= len(text) - 1 and textile_fibre(found) and not _in_menu(element):
             return found
     return None
 
@@ -2520,6 +2576,12 @@ def cart_form_id(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement],
             if re.fullmatch(r"(?=[\w-]*\d)[\w-]{1,40}", value):
                 ids.add(value)
     return ids.pop() if len(ids) == 1 else None
+
+
+def _buy_units(controls: list[lxml_html.HtmlElement]) -> int:
+    """How many things the controls buy: a form and the buttons inside it are one."""
+    forms = {c for c in controls if c.tag == "form"}
+    return sum(1 for c in controls if c.tag == "form" or not any(a in forms for a in c.iterancestors("form")))
 
 
 def _submit_controls(form: lxml_html.HtmlElement) -> Any:

@@ -66,16 +66,20 @@ def twitter_card_field(metas: dict[str, list[str]], fact: str) -> str | None:
     return None
 
 
-def card_currency(metas: dict[str, list[str]], price: Any, lang: str | None) -> str | None:
+def card_currency(
+    metas: dict[str, list[str]], price: Any, lang: str | None, *, written: bool = False
+) -> str | None:
     """The currency the Twitter card's price field names ("$955.00 USD", "LBP139999.00") when
-    its amount is the page's price."""
-    from lookbench_live.scrapers.extract.html_fallback import currency_of
+    its amount is the page's price; with `written`, only one the field writes itself, by its code
+    or a sign of one currency ("9.277.400 VND", "£250"), never a "$" the page's market resolves."""
+    from lookbench_live.scrapers.extract.html_fallback import currencies_written, currency_of
 
     text = twitter_card_field(metas, "price")
     if not text or price is None or parse_price(text, lang=lang) != price:
         return None
     code = _CODE_AMOUNT.search(text)
-    return (code.group(1) or code.group(2)) if code else currency_of(text, lang)
+    found = (code.group(1) or code.group(2)) if code else currency_of(text, lang)
+    return found if not written or currencies_written(text) == {found} else None
 
 
 def twitter_card_product(metas: dict[str, list[str]], url: str, canonical: str, lang: str | None) -> Any:
@@ -254,6 +258,22 @@ def _first_trail(tree: lxml_html.HtmlElement, url: str) -> list[dict[str, Any]]:
 _HOME_PATH = re.compile(r"(?i)^/?(?:[a-z]{2}(?:[-_][a-z]{2})?/?)?$")
 
 
+def root_crumb(item: Any) -> bool:
+    """Whether a breadcrumb's link is the site's root page itself ("/", no locale, no query)."""
+    link = (item.get("@id") or item.get("url")) if isinstance(item, dict) else item
+    if not isinstance(link, str) or not link.strip():
+        return False
+    parts = urlsplit(link.strip())
+    return bool(parts.netloc) and parts.path in ("", "/") and not parts.query
+
+
+def fuller_category(stated: list[str], trail: list[str]) -> list[str]:
+    """A product's category: what its `category` states, or the page's breadcrumb trail when
+    that names more levels than a one-word `category` ("Shoes", Shopify's product type "PANTS",
+    beside "Men › Shoes"); a path the markup states ("Furniture > Sofas") is the shop's own."""
+    return trail if len(stated) <= 1 and len(trail) > len(stated) else stated
+
+
 def home_crumb(item: Any) -> bool:
     """Whether a breadcrumb's link goes to the site's home page (the trail's start, no category)."""
     link = (item.get("@id") or item.get("url")) if isinstance(item, dict) else item
@@ -416,24 +436,25 @@ def fill_stated(
             # No label: the id the page's own add-to-cart form posts (Magento's hidden `product`).
             labelled, source = cart_form_id(body, cards, canonical), "html:cart-form"
         if not labelled:
-            labelled, source = page_style_number(body), "html:label-style"  # Nike's "Style: HF3227-400"
+            labelled, source = (
+                page_style_number(body, cards),
+                "html:label-style",
+            )  # Nike's "Style: HF3227-400"
         if labelled and labelled != product.product_id:
             product.id_aliases = list(dict.fromkeys([*product.id_aliases, product.product_id]))
             product.product_id = labelled
             product.sources["product_id"] = source
     if product.color is None:
-        product.color = page_chosen_color(body, cards)
+        product.color = page_chosen_color(body, cards, canonical)
         if product.color:
             product.sources["color"] = "html:chosen-option"
     if product.availability is None:
         product.availability = page_stock(body, cards)
         if product.availability:
             product.sources["availability"] = "html:availability-element"
-    if len(product.category_path) <= 1:
-        # None stated, or one name (a `category` of "Shoes" where the page's trail reads
-        # "Men › Shoes"): the visible trail when it says more.
+    if len(product.category_path) <= 1:  # none stated, or one name: the visible trail may say more
         trail = page_breadcrumb(body, product.title, cards, canonical) or []
-        if len(trail) > len(product.category_path):
+        if fuller_category(product.category_path, trail) is trail:
             product.category_path = trail
             product.sources["category_path"] = "html:breadcrumb"
     if product.price is None and product.price_max is None:

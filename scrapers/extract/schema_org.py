@@ -31,8 +31,10 @@ from lookbench_live.scrapers.extract.page_extras import (
     card_currency,
     crumb_path,
     fill_stated,
+    fuller_category,
     home_crumb,
     microdata_breadcrumbs,
+    root_crumb,
     twitter_card_product,
 )
 from lookbench_live.scrapers.extract.values import (
@@ -283,7 +285,7 @@ def _fill_from_fields(
             product.sources["material"] = "html:composition"
         elif scope is not None and not whole_page:
             # The item's own text: a composition between `<br>`s ("• 63% Polyester, 33% Rayon, 4% Spandex").
-            product.material = find_material(None, _page_text(tree, scope))
+            product.material = find_material(None, _page_text(tree, scope, cards))
             if product.material:
                 product.sources["material"] = "html:field"
 
@@ -425,7 +427,7 @@ def _fill_from_meta(
     price = parse_price(amount, lang=lang)
     # A Twitter card's "9.277.400 VND" for og's "9.277.400" and "USD": a Shopify theme writes the
     # shop's own currency beside the amount in the shopper's; the card writes the two together.
-    carded = card_currency(metas.values, price, lang) if price and currency else None
+    carded = card_currency(metas.values, price, lang, written=True) if price and currency else None
     currency = carded or currency
     if product.price is None and not price:
         price, currency = _state_offer(tree, lang)
@@ -750,9 +752,7 @@ def _normalize(
     stated = _category(head.get("category") or shown.get("category")) or _category(
         property_value([head, shown], "category")
     )
-    # A one-word `category` ("Shoes", Shopify's product type "PANTS") names less than the page's
-    # breadcrumb trail does; a path ("Furniture > Sofas") is the shop's own trail.
-    category = stated if len(stated) > 1 or len(stated) >= len(breadcrumbs) else breadcrumbs
+    category = fuller_category(stated, breadcrumbs)
     product_id = _product_id(group, members, shown, canonical, url)
     legacy_id = _legacy_product_id(group, members, shown, canonical)
     variants = []
@@ -972,13 +972,18 @@ def _breadcrumbs(nodes: list[dict[str, Any]]) -> list[str]:
             homes = [
                 i
                 for i, e in enumerate(elements)
-                # the last crumb, the product's, may link to the root (Diptyque's)
-                if (i == 0 or i < len(elements) - 1)
-                and (
-                    clean_title(_crumb_name(e)).lower()
-                    in ("home", "start", "accueil", "inicio", "startseite", "hm.com")
-                    or home_crumb(e.get("item"))
+                if (
+                    i == 0
+                    and (
+                        clean_title(_crumb_name(e)).lower()
+                        in ("home", "start", "accueil", "inicio", "startseite", "hm.com")
+                        or home_crumb(e.get("item"))
+                    )
                 )
+                # Further on, only a link to the site's root itself: a "Home" department
+                # (`/c/home/…`, `/en_gb/home.html`) or a `/tv` section is a category, and the
+                # last crumb, the product's, may link to the root (Diptyque's).
+                or (0 < i < len(elements) - 1 and root_crumb(e.get("item")))
             ]
             if homes:
                 elements = elements[homes[-1] + 1 :]

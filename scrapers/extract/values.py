@@ -291,21 +291,26 @@ _PLACEHOLDER_BRAND = re.compile(
 
 
 # A shop's campaign written in its brand field (Shopify's `vendor`, which merchants also use to
-# group products): a sale event names no brand ("HR24 NOVEMBER SALE"); a season after the name
-# is the collection's, not the brand's ("STAUD SUMMER 2025" is STAUD's).
+# group products): a sale event names no brand ("HR24 NOVEMBER SALE"; never "Sale&Pepe"), nor
+# does a season alone ("Spring/Summer 2025"); a season after the name is the collection's, not
+# the brand's ("STAUD SUMMER 2025" is STAUD's).
 _CAMPAIGN_BRAND = re.compile(
-    r"(?i)\b(?:sale|clearance|black friday|cyber monday|soldes|rebajas|saldi|ausverkauf)\b"
+    r"(?i)(?<![\w&'])(?:sale|clearance|black friday|cyber monday|soldes|rebajas|saldi|ausverkauf)(?![\w&'])"
 )
-_SEASON_AFTER = re.compile(
-    r"(?i)[\s,/-]+(?:(?:spring|summer|fall|autumn|winter|holiday|resort|pre-fall|cruise)"
-    r"(?:[\s/-]+(?:summer|winter))?[\s'-]+(?:20)?\d{2}|(?:ss|fw|aw|pf)[\s'-]?(?:20)?\d{2})\s*$"
+_SEASON = (
+    r"(?:pre-?)?(?:spring|summer|fall|autumn|winter|holiday|resort|cruise)(?:[\s/-]+(?:summer|winter))?"
+    r"[\s'-]+(?:20)?\d{2}|(?:ss|fw|aw|pf)[\s'-]?(?:20)?\d{2}"
 )
+_SEASON_ONLY = re.compile(rf"(?i)^\s*(?:{_SEASON})\s*$")
+_SEASON_AFTER = re.compile(rf"(?i)[\s,]+(?:{_SEASON})\s*$")
 
 
 def known_brand(value: str | None) -> str | None:
     """A brand field's value, or None when it says the item has no brand ("Unbranded") or names
     a sale event; without a season written after the name."""
     if value is None or _PLACEHOLDER_BRAND.match(value) or _CAMPAIGN_BRAND.search(value):
+        return None
+    if _SEASON_ONLY.match(value):
         return None
     return _SEASON_AFTER.sub("", value).strip() or None
 

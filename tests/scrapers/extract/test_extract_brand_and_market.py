@@ -316,9 +316,8 @@ def _review(name: str):
         ("r10b_brand_logo_first", "image", "https://www.audiostore.com/media/x1-600.jpg"),
         # A category in the tabs is no name: only the longest part before the last.
         ("r6c_part_sale", None, None),
-        # Other sellers' price alone is no price of the product's: a page that says "Currently
-        # unavailable" under its `#title` is its product with no price (thirteenth round).
-        ("r9b_olp_only", "price", "None"),
+        # Other sellers' price alone is no price of the product's.
+        ("r9b_olp_only", None, None),
         ("r9a_olp_price_block", "price", "24.99"),
         # Crumbs whose class says "print" or "email", a crumb's model number.
         ("r8a_printers_crumb", "category", ["Printers", "Laser Printers"]),
