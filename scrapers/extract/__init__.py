@@ -103,10 +103,11 @@ def extract_document(text: str, url: str, *, looks: bool = True) -> Extraction:
     """Products (and looks) of one saved page or API response; the platform is detected."""
     extraction = _extract(text, url, looks=looks)
     for product in extraction.products:
-        if product.brand and known_brand(product.brand) != product.brand:
+        kept = known_brand(product.brand) if product.brand else None
+        if product.brand and kept != product.brand:
             # "Brand: Unbranded" says the item has none; "STAUD SUMMER 2025" is STAUD's
-            product.brand = known_brand(product.brand)
-            if product.brand is None:
+            product.brand = kept
+            if kept is None:
                 product.sources.pop("brand", None)
         if any(stand_in_picture(u) for u in product.images):
             product.images = [u for u in product.images if not stand_in_picture(u)]

@@ -435,11 +435,8 @@ def fill_stated(
         if not labelled:
             # No label: the id the page's own add-to-cart form posts (Magento's hidden `product`).
             labelled, source = cart_form_id(body, cards, canonical), "html:cart-form"
-        if not labelled:
-            labelled, source = (
-                page_style_number(body, cards),
-                "html:label-style",
-            )  # Nike's "Style: HF3227-400"
+        if not labelled:  # last, a "Style:" code (Nike's "Style: HF3227-400")
+            labelled, source = page_style_number(body, cards), "html:label-style"
         if labelled and labelled != product.product_id:
             product.id_aliases = list(dict.fromkeys([*product.id_aliases, product.product_id]))
             product.product_id = labelled
