@@ -350,6 +350,8 @@ def html_product(
         return None  # an article, a profile, a video: the page says what it is
     sources: dict[str, str] = {}
     cards = _cards(body)
+    # The detail text is long to gather: read at most once, and only if a rule comes to it.
+    detail = functools.cache(lambda: _detail_text(body, cards))
     title = _pick(sources, "title", _itemprop_text(itemprops, "name"), "itemprop")
     title = title or _pick(sources, "title", _title_element(body), "html:title-element")
     title = title or _pick(sources, "title", clean_title(_first(metas, "og:title")), "meta:og:title")
@@ -361,7 +363,9 @@ def html_product(
     )
     title = title or _pick(sources, "title", _class_title(body, _TITLE_HINT), "html:title-element")
     price_text, price_source = _price_text(body, itemprops, cards)
-    buy_controls = _buy_controls(body, cards, canonical)
+    # Read once: the product-page test, the cart form's id and the chosen colour each ask.
+    controls = _buy_controls(body, cards, canonical)
+    buy_controls = controls
     if sources.get("title") == "html:page-title-element" and not (
         len(buy_controls) <= 3 or _stock_element(body, cards) or url_query_item(canonical)
     ):
@@ -402,7 +406,7 @@ def html_product(
         not price
         and sources.get("title") == "html:title-element"
         and _id_titled(body, title)
-        and _NO_OFFER.search(_detail_text(body, cards)) is not None
+        and _NO_OFFER.search(detail()) is not None
     )
     if not title or not (price or no_offer) or not (product_page or no_offer):
         return None  # not a product page, or a listing (its prices are all in product cards)
@@ -438,8 +442,6 @@ def html_product(
     brand = brand or _pick(sources, "brand", heading_brand(body), "html:heading-brand")
     brand = brand or _pick(sources, "brand", _brand_element(body, cards), "html:brand-element")
     fields = _fields(body, cards)
-    # The detail text is long to gather: read at most once, and only if a rule comes to it.
-    detail = functools.cache(lambda: _detail_text(body, cards))
     brand = brand or _pick(sources, "brand", _field_brand(fields), "html:field")
     brand = brand or _pick(sources, "brand", brand_link(body, cards, title), "html:brand-link")
     brand = brand or _pick(sources, "brand", _described_brand(metas), "meta:description")
@@ -454,15 +456,13 @@ def html_product(
     product_id = product_id or _pick(sources, "product_id", _code_element(body, cards), "html:code-element")
     product_id = product_id or _pick(sources, "product_id", _part_number(shown()), "html:label-part-no")
     product_id = product_id or _pick(
-        sources, "product_id", cart_form_id(body, cards, canonical), "html:cart-form"
+        sources, "product_id", cart_form_id(body, cards, canonical, controls), "html:cart-form"
     )
     product_id = product_id or _pick(
         sources, "product_id", keyed_number or url_keyed_number(body, canonical), "html:number"
     )
     product_id = product_id or _pick(sources, "product_id", url_item_id(canonical), "url:item-number")
-    product_id = product_id or _pick(
-        sources, "product_id", page_style_number(body, cards), "html:label-style"
-    )
+    product_id = product_id or _pick(sources, "product_id", _style_number(detail()), "html:label-style")
     availability = normalize_availability(
         _itemprop_text(itemprops, "availability")
     ) or normalize_availability(_first(metas, "og:availability") or _first(metas, "product:availability"))
@@ -480,7 +480,9 @@ def html_product(
             "html:buy-control",
         )
     color = _pick(sources, "color", _selected_color(body, cards), "html:aria-label")
-    color = color or _pick(sources, "color", page_chosen_color(body, cards, canonical), "html:chosen-option")
+    color = color or _pick(
+        sources, "color", page_chosen_color(body, cards, canonical, controls), "html:chosen-option"
+    )
     color = color or _pick(sources, "color", _field_color(fields), "html:field")
     color = color or _pick(sources, "color", _named_color(body, cards), "html:color-element")
     material = _pick(sources, "material", _field_material(fields), "html:field")
@@ -1883,7 +1885,11 @@ def page_labelled_id(body: lxml_html.HtmlElement) -> str | None:
 
 def page_style_number(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement]) -> str | None:
     """The code a "Style:" label names in the page's text outside product cards (`_STYLE_LABEL`)."""
-    match = _STYLE_LABEL.search(_detail_text(body, cards))
+    return _style_number(_detail_text(body, cards))
+
+
+def _style_number(detail: str) -> str | None:
+    match = _STYLE_LABEL.search(detail)
     return match.group("id") if match else None
 
 
@@ -2072,7 +2078,10 @@ def _selected_color(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElemen
 
 
 def page_chosen_color(
-    body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement], url: str | None = None
+    body: lxml_html.HtmlElement,
+    cards: set[lxml_html.HtmlElement],
+    url: str | None = None,
+    controls: list[lxml_html.HtmlElement] | None = None,
 ) -> str | None:
     """The colour option the page's own buy form has chosen: the one checked radio button of a
     colour option (LESET's `<input type="radio" checked name="Color" value="Seafoam">`, Shopify's
@@ -2085,7 +2094,7 @@ def page_chosen_color(
     form = next(
         (
             c if c.tag == "form" else next(c.iterancestors("form"), None)
-            for c in _buy_controls(body, cards, url)
+            for c in (_buy_controls(body, cards, url) if controls is None else controls)
             if c.tag == "form" or next(c.iterancestors("form"), None) is not None
         ),
         None,
@@ -2557,13 +2566,19 @@ _CART_ID_FIELDS = frozenset(
 )
 
 
-def cart_form_id(body: lxml_html.HtmlElement, cards: set[lxml_html.HtmlElement], url: str) -> str | None:
+def cart_form_id(
+    body: lxml_html.HtmlElement,
+    cards: set[lxml_html.HtmlElement],
+    url: str,
+    controls: list[lxml_html.HtmlElement] | None = None,
+) -> str | None:
     """The id the page's own add-to-cart form posts for its product (`<input type="hidden"
     name="product" value="14051">` in Magento's `#product_addtocart_form`), when all such forms
-    outside product cards post one id: the shop's own key for the product the page sells."""
+    outside product cards post one id: the shop's own key for the product the page sells.
+    `controls`: the page's buy controls when the caller has read them already."""
     forms = {
         control if control.tag == "form" else next(control.iterancestors("form"), None)
-        for control in _buy_controls(body, cards, url)
+        for control in (_buy_controls(body, cards, url) if controls is None else controls)
     }
     ids = set()
     for form in forms - {None}:

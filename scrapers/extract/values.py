@@ -308,9 +308,12 @@ _SEASON_AFTER = re.compile(rf"(?i)[\s,]+(?:{_SEASON})\s*$")
 def known_brand(value: str | None) -> str | None:
     """A brand field's value, or None when it says the item has no brand ("Unbranded") or names
     a sale event or only a season; without a season written after the name."""
-    if value is None or _PLACEHOLDER_BRAND.match(value) or _CAMPAIGN_BRAND.search(value):
-        return None
-    if _SEASON_ONLY.match(value):
+    if (
+        value is None
+        or _PLACEHOLDER_BRAND.match(value)
+        or _CAMPAIGN_BRAND.search(value)
+        or _SEASON_ONLY.match(value)
+    ):
         return None
     return _SEASON_AFTER.sub("", value).strip() or None
 
