@@ -414,29 +414,46 @@ def test_refresh_and_javascript_loops_end_recorded_with_no_page_left_open(tmp_pa
     assert stats["playwright/page_count"] == 3  # one page per start page: no retry opened another
 
 
+def _hanging_server() -> tuple[Server, threading.Event]:
+    """`/hang` holds its response until the test releases it (at most 300 s); every other path is a
+    404. The crawl hangs in the network, not in a renderer: a `while (true)` page can share its
+    renderer process with the site's other pages (Chromium keeps same-site tabs in one process) and
+    then stops them from ever failing, so what is recorded before the kill would depend on order."""
+    release = threading.Event()
+
+    def handle(path: str, headers):
+        if urlsplit(path).path == "/hang":
+            release.wait(300)
+            return (200, {"Content-Type": "text/html"}, b"<html><body>late</body></html>")
+        return (404, {"Content-Type": "text/html"}, b"<html><body>gone</body></html>")
+
+    return Server(handle), release
+
+
 @pytest.mark.slow
 @pytest.mark.browser
 def test_a_crawl_killed_at_its_hard_timeout_keeps_what_it_had_recorded(tmp_path):
-    """What a crawl decided before the hard timeout killed it (a page's render failure, the
-    browser's refusals) is journaled as it happens and written to the lake after the kill; the
-    rerun adds no duplicate."""
+    """What a crawl decided before the hard timeout killed it (a page's failure) is journaled as it
+    happens and written to the lake after the kill; the rerun adds no duplicate."""
     from lookbench_live.scrapers.crawl import CrawlError, run_crawl
     from lookbench_live.warehouse.lake import Lake
 
-    server = _loop_server()
-    # The busy page's render deadline (2 x 60 + 5 s) is past the hard timeout: the kill comes first.
-    # The kill at 50 s leaves a loaded machine's browser start (CI: 20 s and more) time to record
-    # the first page's refusal; with 30 s / 25 s the kill sometimes came before it.
-    site = _loop_site(server, "/meta-a", "/busy")
-    crawl = CrawlSettings(autothrottle=False, download_timeout=60)
+    server, release = _hanging_server()
+    # The held page's deadlines (proxy 120 s, render 2 x 120 + 5 s) are past the hard timeout: the
+    # kill comes first. The kill at 50 s leaves a loaded machine's browser start (CI: 20 s and more)
+    # time to record the 404.
+    site = _loop_site(server, "/gone", "/hang")
+    crawl = CrawlSettings(autothrottle=False, download_timeout=120)
     try:
         with pytest.raises(CrawlError, match="did not finish"):
             run_crawl(site, crawl, str(tmp_path), "k", timeout_s=50)
     finally:
+        release.set()
         server.close()
+    assert server.hits.count("/hang") == 1  # the kill came while the page was still held
     lake = Lake(str(tmp_path))
     rows = [r for r in lake.read("rejections").to_pylist() if r["item"].startswith(server.url)]
-    assert {urlsplit(r["item"]).path for r in rows} & {"/meta-a", "/meta-b"}, rows
+    assert [(urlsplit(r["item"]).path, r["reason"]) for r in rows] == [("/gone", "http_404")], rows
     assert all(r["run_id"] == "k" for r in rows)
     # Salvaging again (as a rerun's pipeline does first) writes nothing twice.
     from lookbench_live.scrapers.crawl import salvage_journal, state_dir
