@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Any
 import pytest
 
 from lookbench_live.schema.taxonomy import default_taxonomy
-from lookbench_live.scrapers.extract import decode_body, extract_document
+from lookbench_live.scrapers.extract import Extraction, decode_body, extract_document
 
 CORPUS = Path(__file__).parents[2] / "corpus"
 FACTS = (
@@ -95,14 +96,28 @@ class Score:
         return self.right / self.total if self.total else 1.0
 
 
-def measure() -> tuple[dict[str, Score], list[tuple[str, str, Score]]]:
-    """Scores by group ("all", "messy", "clean", and per platform) and per payload (name, split, score)."""
+# What runs after the rules, as `extract --vlm` runs it: (extraction, page text, url) -> extraction.
+Complete = Callable[[Extraction, str, str], Extraction]
+
+
+def measure(
+    complete: Complete | None = None, names: Collection[str] | None = None
+) -> tuple[dict[str, Score], list[tuple[str, str, Score]]]:
+    """Scores by group ("all", "messy", "clean", and per platform) and per payload (name, split, score).
+
+    `complete`: a last resort run on each page after the rules (the VLM's, with `--vlm`);
+    `names`: only these payloads (stems)."""
     groups: dict[str, Score] = {}
     rows = []
     for path in sorted((CORPUS / "expected").glob("*.json")):
+        if names is not None and path.stem not in names:
+            continue
         case = json.loads(path.read_text(encoding="utf-8"))
         payload = next((CORPUS / "payloads").glob(path.stem + ".*"))
-        extraction = extract_document(decode_body(payload.read_bytes()), case["url"])
+        text = decode_body(payload.read_bytes())
+        extraction = extract_document(text, case["url"])
+        if complete is not None:
+            extraction = complete(extraction, text, case["url"])
         product = extraction.products[0].to_json() if extraction.products else None
         score = Score()
         for fact in FACTS:
@@ -260,8 +275,60 @@ def test_extract_command_gives_the_measured_facts(cli):
         assert _same(fact, _value(product, fact), case["facts"][fact]), fact
 
 
+def test_the_scorer_measures_the_vlm_last_resort(tmp_path):
+    """`python test_extract_corpus.py --vlm CONFIG` scores what `extract --vlm` gives: a served
+    model's checked answer counts where the page states it, and an answer the page does not
+    state adds nothing (against the loopback OpenAI-protocol server, keyed by the page's URL)."""
+    import hashlib
+
+    from lookbench_live.testing.loopback_server import LoopbackServer
+
+    # A 2010 book page with no markup the rules read: nothing found without the last resort.
+    name = "swde_abebooks-peoples-history-american-empire"
+    url = json.loads((CORPUS / "expected" / f"{name}.json").read_text(encoding="utf-8"))["url"]
+    ((_, _, alone),) = measure(names={name})[1]
+    assert alone.right == 0 and alone.total == 6
+    answers = {
+        "stated": {"page_kind": "product", "title": "A People's History of American Empire",
+                   "price": "6.95", "currency": "USD", "brand": "Metropolitan Books"},
+        "invented": {"page_kind": "product", "title": "A Peoples History of the World",
+                     "price": "16.95", "currency": "EUR", "brand": None},
+    }  # fmt: skip
+    scores = {}
+    with LoopbackServer() as server:
+        config = tmp_path / "lookbench.toml"
+        config.write_text(
+            f'[annotation]\nbase_url = "{server.base_url}"\nmodel = "loopback-vlm"\nmax_retries = 0\n'
+        )
+        complete = vlm_last_resort(str(config))
+        for kind, answer in answers.items():
+            server.state.truth[hashlib.sha256(url.encode()).hexdigest()] = answer
+            ((_, _, scores[kind]),) = measure(complete, names={name})[1]
+    assert scores["stated"].right == 3 and not scores["stated"].invented  # title, price, currency
+    assert not any(m.startswith(("title", "price", "currency")) for m in scores["stated"].misses)
+    assert scores["invented"].right == 0 and not scores["invented"].invented
+
+
+def vlm_last_resort(config: str) -> Complete:
+    """The checked VLM last resort of `extract --vlm`, against the `[annotation]` endpoint `config` names."""
+    from lookbench_live.config import load_settings
+    from lookbench_live.scrapers.extract.vlm import complete_with_vlm
+
+    settings = load_settings(config).annotation
+    if not settings.endpoints:
+        raise SystemExit(f"--vlm needs an [annotation] base_url in {config}")
+    return lambda extraction, text, url: complete_with_vlm(extraction, text, url, settings)
+
+
 if __name__ == "__main__":
-    found, table = measure()
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Extraction scored on the corpus (held-out: totals only).")
+    parser.add_argument(
+        "--vlm", metavar="CONFIG", help="add the VLM last resort, as `extract --vlm --config CONFIG`"
+    )
+    args = parser.parse_args()
+    found, table = measure(vlm_last_resort(args.vlm) if args.vlm else None)
     for name, payload_split, score in table:
         shown = score.misses if payload_split == "dev" else ["(held out: totals only)"]
         print(f"{name:48s} {score.right}/{score.total}  " + "; ".join(shown))
